@@ -1,0 +1,45 @@
+# Two commands do all the set-up on a fresh machine:
+#   make demo   - set up, then solve an example problem with the embedded model
+#   make test   - set up, then run the whole test suite (what .ci/run calls)
+# Every step is idempotent: rerunning skips what is already in place.
+
+VENV    := .venv
+PY      := $(VENV)/bin/python
+COOP    := $(VENV)/bin/coopcode
+STAMP   := $(VENV)/.coopcode-installed
+
+.PHONY: setup docker image model demo test test-fast bench lint clean
+
+$(STAMP): pyproject.toml scripts/setup_venv.sh
+	bash scripts/setup_venv.sh $(VENV)
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+docker:
+	bash scripts/ensure_docker.sh
+
+image: setup docker
+	$(COOP) sandbox build
+
+model: setup
+	$(COOP) models pull qwen2.5-coder-0.5b-instruct
+
+demo: image model
+	$(COOP) solve examples/below_zero.py
+
+test: image model
+	$(PY) -m pytest -q tests
+
+test-fast: setup
+	$(PY) -m pytest -q tests -m "not slow and not model"
+
+bench: image model
+	$(COOP) bench --k 1,3,5,10 --n 10 --out runs/bench-default
+
+lint: setup
+	$(VENV)/bin/ruff check coopcode sandbox tui tests benchmarks
+	$(VENV)/bin/mypy coopcode sandbox tui
+
+clean:
+	rm -rf $(VENV) build *.egg-info

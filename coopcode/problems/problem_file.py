@@ -1,0 +1,172 @@
+"""A single `problem.py`: a function signature and docstring with an empty body.
+
+    from typing import List
+
+    def below_zero(operations: List[int]) -> bool:
+        \"\"\"Return True if the running balance ever drops below zero.
+        >>> below_zero([1, 2, -4, 5])
+        True
+        \"\"\"
+
+    def check(candidate):            # optional hidden tests
+        assert candidate([1, -2]) is True
+
+The entry point is the one top-level function whose body is only a docstring (optionally
+followed by `pass` or `...`); other functions with bodies stay in the prompt as given code.
+Set `__entry_point__ = "name"` to choose when several functions are empty. Tests come from
+`def check(candidate)` and top-level asserts; without those, the docstring's examples are the
+tests (and stay the public examples either way).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from coopcode.errors import ProblemError
+from coopcode.problems.examples import docstring_examples
+from coopcode.problems.problem import Problem
+
+
+def _is_empty_body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    else:
+        return False  # no docstring: nothing tells the agents what to write
+    return all(
+        isinstance(s, ast.Pass)
+        or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is Ellipsis)
+        for s in body
+    )
+
+
+def _is_check_call(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "check"
+    )
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__name__" in ast.unparse(node.test)
+
+
+def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
+    """Parse problem-file text into a Problem; raise ProblemError with one clear line."""
+    try:
+        module = ast.parse(source, filename=name)
+    except SyntaxError as e:
+        raise ProblemError(f"{name}:{e.lineno}: syntax error: {e.msg}") from None
+
+    functions = [n for n in module.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    chosen = None
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__entry_point__" for t in node.targets
+        ):
+            if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                raise ProblemError(f"{name}:{node.lineno}: __entry_point__ must be a string")
+            chosen = node.value.value
+    empty = [f for f in functions if f.name != "check" and _is_empty_body(f)]
+    if chosen is not None:
+        targets = [f for f in functions if f.name == chosen]
+        if not targets:
+            raise ProblemError(f"{name}: __entry_point__ names {chosen!r}, which is not defined")
+        target = targets[0]
+    elif len(empty) == 1:
+        target = empty[0]
+    elif not empty:
+        raise ProblemError(
+            f"{name}: no entry point: write the target function as a signature and a docstring "
+            "with an empty body"
+        )
+    else:
+        names = ", ".join(f.name for f in empty)
+        raise ProblemError(
+            f"{name}: several functions have empty bodies ({names}); set __entry_point__ = \"...\""
+        )
+
+    check_fns = [f for f in functions if f.name == "check"]
+    lines = source.splitlines(keepends=True)
+    keep = [True] * len(lines)
+
+    def drop(first: int, last: int) -> None:
+        for i in range(first - 1, last):
+            keep[i] = False
+
+    # The prompt is the file as written, minus the tests and the entry point's empty body.
+    test_preamble: list[str] = []
+    asserts: list[str] = []
+    for node in module.body:
+        first, last = _first_line(node), node.end_lineno or node.lineno
+        if node in check_fns or _is_check_call(node) or _is_main_guard(node):
+            drop(first, last)
+        elif isinstance(node, ast.Assign) and "__entry_point__" in ast.unparse(node.targets[0]):
+            drop(first, last)
+        elif isinstance(node, ast.Assert):
+            asserts.append(ast.unparse(node))
+            drop(first, last)
+        elif node is target:
+            doc_end = node.body[0].end_lineno or node.body[0].lineno
+            drop(doc_end + 1, last)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            test_preamble.append("".join(lines[first - 1: last]))
+    prompt = _tidy("".join(line for line, k in zip(lines, keep) if k))
+
+    examples = docstring_examples(ast.get_docstring(target) or "", target.name)
+    tests_parts = list(test_preamble)
+    if check_fns:
+        check = check_fns[-1]
+        tests_parts.append("".join(lines[_first_line(check) - 1: check.end_lineno]))
+    if asserts:
+        renamed = [a.replace(f"{target.name}(", "candidate(") for a in asserts]
+        if check_fns:
+            tests_parts.extend(renamed)
+        else:
+            tests_parts.append("def check(candidate):\n" + "".join(f"    {a}\n" for a in renamed))
+    if not check_fns and not asserts:
+        if not examples:
+            raise ProblemError(
+                f"{name}: no tests: add `def check(candidate)` with asserts, or `>>>` examples "
+                f"in the docstring of {target.name}"
+            )
+        tests_parts.append("def check(candidate):\n" + "".join(f"    {a}\n" for a in examples))
+    return Problem(
+        task_id=Path(name).stem,
+        prompt=prompt,
+        entry_point=target.name,
+        tests="\n".join(p.rstrip("\n") + "\n" for p in tests_parts),
+        examples=tuple(examples),
+        source=name,
+    )
+
+
+def _first_line(node: ast.AST) -> int:
+    decorators = getattr(node, "decorator_list", [])
+    return min([node.lineno] + [d.lineno for d in decorators])
+
+
+def _tidy(text: str) -> str:
+    """Trim blank runs left where tests were cut out (at most two blank lines in a row)."""
+    out: list[str] = []
+    blanks = 0
+    for line in text.splitlines():
+        blanks = blanks + 1 if not line.strip() else 0
+        if blanks <= 2:
+            out.append(line.rstrip())
+    return "\n".join(out).strip("\n") + "\n"
+
+
+def load_problem_file(path: Path) -> Problem:
+    """Read and parse one problem file."""
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProblemError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProblemError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
+    return parse_problem_source(source, str(path))

@@ -1,0 +1,144 @@
+"""`solve`: one problem, both agents, the combined program run against the hidden tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from coopcode.collab import DEFAULT_SCHEME, Attempt, Collaboration
+from coopcode.engines import Engine, SamplingParams
+from coopcode.events import (
+    AttemptReady,
+    Emit,
+    Finished,
+    Started,
+    TokenDelta,
+    VerdictReady,
+    ignore,
+)
+from coopcode.problems import Problem
+from coopcode.rewards import grpo_reward, magrpo_reward
+from sandbox import Job, Sandbox, Verdict
+
+
+@dataclass(frozen=True)
+class SolveConfig:
+    """How to solve one problem."""
+
+    scheme: str = DEFAULT_SCHEME  # single, sequential, parallel, concat, discussion
+    n: int = 1  # attempts; the best one is reported
+    temperature: float = 0.0  # greedy by default: `solve` shows the model's best guess
+    top_p: float = 0.95
+    max_new_tokens: int = 512
+    seed: int = 0
+    turns: int = 1
+    timeout: float = 5.0  # CPU seconds per program in the sandbox
+
+    def sampling(self) -> SamplingParams:
+        return SamplingParams(n=1, max_new_tokens=self.max_new_tokens,
+                              temperature=self.temperature, top_p=self.top_p, seed=self.seed)
+
+
+@dataclass
+class SolveResult:
+    problem: Problem
+    attempts: list[Attempt]
+    seconds: float
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best(self) -> Attempt:
+        """The attempt that passed the most tests (the first one on ties)."""
+        return max(self.attempts, key=lambda a: (a.verdict.n_passed if a.verdict else -1,
+                                                 -a.sample))
+
+    @property
+    def passed(self) -> bool:
+        return any(a.verdict is not None and a.verdict.passed for a in self.attempts)
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            "task_id": self.problem.task_id,
+            "entry_point": self.problem.entry_point,
+            "scheme": best.scheme,
+            "passed": self.passed,
+            "best_sample": best.sample,
+            "helper_code": best.helper_code,
+            "main_code": best.main_code,
+            "program": best.program.text if best.program else "",
+            "verdict": best.verdict.to_dict() if best.verdict else None,
+            "reward": best.reward.to_dict() if best.reward else None,
+            "attempts": [a.to_dict() for a in self.attempts],
+            "seconds": round(self.seconds, 2),
+            "meta": self.meta,
+        }
+
+
+def score(attempts: list[Attempt], verdicts: list[Verdict], scheme: str) -> None:
+    """Attach verdicts and the scheme's reward (GRPO for one agent, MAGRPO for two)."""
+    reward = grpo_reward if scheme == "single" else magrpo_reward
+    for a, v in zip(attempts, verdicts):
+        a.verdict = v
+        a.reward = reward(v)
+
+
+def hidden_test_jobs(problem: Problem, attempts: list[Attempt], timeout: float) -> list[Job]:
+    return [Job(program=a.program.text if a.program else "", tests=problem.tests,
+                entry_point=problem.entry_point, timeout=timeout) for a in attempts]
+
+
+def solve(
+    problem: Problem,
+    engine: Engine,
+    sandbox: Sandbox,
+    config: SolveConfig = SolveConfig(),
+    *,
+    helper_adapter: str | None = None,
+    main_adapter: str | None = None,
+    emit: Emit = ignore,
+    cancel: threading.Event | None = None,
+) -> SolveResult:
+    """Run the scheme on `problem`, execute every attempt in the sandbox, report events."""
+    started = time.time()
+    meta = {
+        "task_id": problem.task_id,
+        "scheme": config.scheme,
+        "model": engine.model_name,
+        "model_fingerprint": engine.model_fingerprint,
+        "helper_adapter": helper_adapter,
+        "main_adapter": main_adapter,
+        "sandbox": sandbox.name,
+        "n": config.n,
+        "temperature": config.temperature,
+        "seed": config.seed,
+        "turns": config.turns,
+    }
+    emit(Started(job="solve", total=config.n, meta=meta))
+    collab = Collaboration(
+        engine, scheme=config.scheme, params=config.sampling(), helper_adapter=helper_adapter,
+        main_adapter=main_adapter, turns=config.turns, sandbox=sandbox,
+        feedback_timeout=config.timeout,
+    )
+
+    def on_delta(role: str, sample: int, turn: int, text: str) -> None:
+        emit(TokenDelta(task_id=problem.task_id, agent=role, sample=sample, turn=turn, text=text))
+
+    attempts = collab.run(problem, list(range(config.n)), on_delta=on_delta, cancel=cancel)
+    for a in attempts:
+        emit(AttemptReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
+                          helper_code=a.helper_code, main_code=a.main_code,
+                          program=a.program.text if a.program else "",
+                          syntax_ok=bool(a.program and a.program.syntax_ok)))
+    verdicts = sandbox.run_many(hidden_test_jobs(problem, attempts, config.timeout))
+    score(attempts, verdicts, config.scheme)
+    for a in attempts:
+        emit(VerdictReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
+                          verdict=a.verdict.to_dict() if a.verdict else {},
+                          reward=a.reward.to_dict() if a.reward else {}))
+    result = SolveResult(problem, attempts, time.time() - started, meta)
+    emit(Finished(job="solve", summary={"passed": result.passed, "best_sample": result.best.sample,
+                                        "seconds": round(result.seconds, 2)}))
+    return result
