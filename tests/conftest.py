@@ -1,0 +1,66 @@
+"""Shared fixtures: the tiny random Qwen2 (fast tests), the embedded model, a sandbox."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Qwen2 with the real tokenizer: exercises loading, LoRA and sampling fast."""
+    from coopcode.models.tiny import make_tiny_model
+
+    return make_tiny_model(tmp_path_factory.mktemp("models") / "tiny-qwen2")
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tiny_model_dir: Path) -> Iterator[object]:
+    from coopcode.engines.transformers_engine import TransformersEngine
+
+    # fp32: the tiny model's outputs are compared across batch shapes; bf16 rounding would
+    # make near-ties flip between batch sizes.
+    engine = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=8)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def real_engine() -> Iterator[object]:
+    """The embedded Qwen2.5-Coder-0.5B-Instruct (make test prepares it before the tests)."""
+    from coopcode.engines.transformers_engine import TransformersEngine
+
+    engine = TransformersEngine(None)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
+def process_sandbox() -> Iterator[object]:
+    from sandbox import open_sandbox
+
+    with open_sandbox(backend="process") as sb:
+        yield sb
+
+
+@pytest.fixture(scope="session")
+def auto_sandbox() -> Iterator[object]:
+    """Docker when a daemon answers (it does under make test), else the process backend."""
+    from sandbox import open_sandbox
+
+    with open_sandbox(backend="auto", warn=lambda _m: None) as sb:
+        yield sb
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for running the `coopcode` CLI as a subprocess."""
+    env = dict(os.environ)
+    env.setdefault("COLUMNS", "120")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env

@@ -1,0 +1,162 @@
+"""The transformers engine on the tiny random Qwen2: batching, seeds, stops, streaming, LoRA."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from coopcode.engines import GenerationRequest, SamplingParams
+from coopcode.engines.transformers_engine import TransformersEngine, cpu_has_bf16, pick_device_and_dtype
+from coopcode.errors import ModelError
+
+
+def _prompt(engine: TransformersEngine, text: str = "Write a function.") -> str:
+    return engine.render_chat([{"role": "user", "content": text}])
+
+
+def test_n_samples_per_request_and_token_budget(tiny_engine: TransformersEngine) -> None:
+    params = SamplingParams(n=3, max_new_tokens=12, temperature=1.0, seed=1)
+    out = tiny_engine.generate([GenerationRequest(_prompt(tiny_engine), params),
+                                GenerationRequest(_prompt(tiny_engine, "Other."), params.with_(n=2))])
+    assert [len(o) for o in out] == [3, 2]
+    for c in out[0] + out[1]:
+        assert 1 <= c.n_tokens <= 12
+        assert c.finish_reason in ("length", "stop")
+        assert len(c.token_ids) == c.n_tokens
+    # Random weights at temperature 1: different samples differ.
+    assert len({c.text for c in out[0]}) > 1
+
+
+def test_samples_do_not_depend_on_their_batch(tiny_engine: TransformersEngine) -> None:
+    """Each sample has its own generator: with or without other requests (and their padding)
+    in the batch, a request's samples are the same text."""
+    prompt = _prompt(tiny_engine)
+    params = SamplingParams(n=3, max_new_tokens=10, temperature=0.9, seed=7)
+    alone = tiny_engine.generate([GenerationRequest(prompt, params)])[0]
+    other = GenerationRequest(_prompt(tiny_engine, "A much longer and different prompt here."),
+                              params.with_(n=4, seed=99))
+    crowded = tiny_engine.generate([other, GenerationRequest(prompt, params)])[1]
+    assert [c.text for c in crowded] == [c.text for c in alone]
+    reseeded = tiny_engine.generate([GenerationRequest(prompt, params.with_(seed=8))])[0]
+    assert [c.text for c in reseeded] != [c.text for c in alone]
+
+
+def test_greedy_is_deterministic(tiny_engine: TransformersEngine) -> None:
+    params = SamplingParams(n=2, max_new_tokens=8, temperature=0.0)
+    a, b = tiny_engine.generate([GenerationRequest(_prompt(tiny_engine), params)])[0]
+    assert a.text == b.text
+
+
+def test_stop_strings_end_generation_and_are_cut(tiny_engine: TransformersEngine) -> None:
+    prompt = _prompt(tiny_engine)
+    params = SamplingParams(n=4, max_new_tokens=40, temperature=1.0, seed=3)
+    free = tiny_engine.generate([GenerationRequest(prompt, params)])[0]
+    # Stop on a character each free sample produced after its first few characters.
+    for i, c in enumerate(free):
+        if len(c.text) < 6:
+            continue
+        stop = c.text[5]
+        cut = tiny_engine.generate([GenerationRequest(prompt, params.with_(stop=(stop,)))])[0][i]
+        assert cut.finish_reason == "stop"
+        assert stop not in cut.text
+        assert c.text.startswith(cut.text)
+        assert cut.n_tokens <= c.n_tokens
+
+
+def test_streamed_deltas_add_up_to_the_text(tiny_engine: TransformersEngine) -> None:
+    seen: dict[tuple[int, int], str] = {}
+
+    def on_delta(req: int, sample: int, text: str) -> None:
+        seen[(req, sample)] = seen.get((req, sample), "") + text
+
+    params = SamplingParams(n=3, max_new_tokens=15, temperature=1.0, seed=5, stop=("\n\n",))
+    out = tiny_engine.generate([GenerationRequest(_prompt(tiny_engine), params)], on_delta=on_delta)
+    for s, c in enumerate(out[0]):
+        assert seen.get((0, s), "") == c.text
+
+
+def test_cancel_stops_generation(tiny_engine: TransformersEngine) -> None:
+    cancel = threading.Event()
+    calls = []
+
+    def on_delta(req: int, sample: int, text: str) -> None:
+        calls.append(text)
+        if len(calls) > 3:
+            cancel.set()
+
+    params = SamplingParams(n=1, max_new_tokens=200, temperature=1.0, seed=1)
+    (c,) = tiny_engine.generate([GenerationRequest(_prompt(tiny_engine), params)],
+                                on_delta=on_delta, cancel=cancel)[0]
+    assert c.finish_reason == "cancelled"
+    assert c.n_tokens < 50
+
+
+def test_dtype_follows_the_cpu() -> None:
+    import torch
+
+    _, dtype = pick_device_and_dtype("cpu")
+    assert dtype == (torch.bfloat16 if cpu_has_bf16() else torch.float32)
+
+
+def _make_adapter(base_dir: Path, dest: Path, seed: int) -> Path:
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
+    peft = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
+                                            init_lora_weights=False))
+    peft.save_pretrained(str(dest))
+    return dest
+
+
+def test_two_adapters_on_one_base(tiny_model_dir: Path, tmp_path: Path) -> None:
+    engine = TransformersEngine(str(tiny_model_dir), dtype="float32")
+    helper = _make_adapter(tiny_model_dir, tmp_path / "helper", seed=1)
+    main = _make_adapter(tiny_model_dir, tmp_path / "main", seed=2)
+    engine.load_adapter("helper", str(helper))
+    engine.load_adapter("main", str(main))
+    assert set(engine.adapters()) == {"helper", "main"}
+    prompt = _prompt(engine)
+    params = SamplingParams(n=1, max_new_tokens=10, temperature=0.0)
+    out = engine.generate([GenerationRequest(prompt, params, adapter=None),
+                           GenerationRequest(prompt, params, adapter="helper"),
+                           GenerationRequest(prompt, params, adapter="main"),
+                           GenerationRequest(prompt, params, adapter=None)])
+    texts = [o[0].text for o in out]
+    # Random LoRA weights change greedy output; the bare base is unchanged by loading them.
+    assert texts[0] == texts[3]
+    assert len({texts[0], texts[1], texts[2]}) == 3
+    # One base in memory: the adapters are a tiny fraction of it.
+    base_params = sum(p.numel() for n, p in engine.net.named_parameters() if "lora_" not in n)
+    lora_params = sum(p.numel() for n, p in engine.net.named_parameters() if "lora_" in n)
+    assert lora_params < 0.05 * base_params
+
+
+def test_bad_adapters_are_refused_with_one_line(tiny_model_dir: Path, tmp_path: Path) -> None:
+    engine = TransformersEngine(str(tiny_model_dir), dtype="float32")
+    with pytest.raises(ModelError, match="no such folder"):
+        engine.load_adapter("x", str(tmp_path / "missing"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelError, match="not a PEFT adapter"):
+        engine.load_adapter("x", str(tmp_path / "empty"))
+    # An adapter whose manifest says it was trained on another base.
+    adapter = _make_adapter(tiny_model_dir, tmp_path / "other" / "main", seed=3)
+    (tmp_path / "other" / "manifest.json").write_text(json.dumps(
+        {"base": {"name": "qwen2.5-coder-1.5b-instruct", "fingerprint": "f" * 64}}))
+    with pytest.raises(ModelError, match="was trained on qwen2.5-coder-1.5b-instruct"):
+        engine.load_adapter("x", str(adapter))
+
+
+def test_adapter_with_other_shapes_is_refused(tiny_model_dir: Path, tmp_path: Path) -> None:
+    from coopcode.models.tiny import make_tiny_model
+
+    wider = make_tiny_model(tmp_path / "wider", hidden=96)
+    adapter = _make_adapter(wider, tmp_path / "wide-adapter", seed=1)
+    engine = TransformersEngine(str(tiny_model_dir), dtype="float32")
+    with pytest.raises(ModelError, match="different base"):
+        engine.load_adapter("x", str(adapter))
