@@ -244,12 +244,27 @@ def models_pull(name: Annotated[str, typer.Argument(help="A catalog name.")] = "
 
 
 def _mount_optional() -> None:
-    """Sub-apps whose modules may not be present in every build of the tree."""
+    """Commands that live beside their parts: the sandbox, training and the TUI.
+
+    Each part exposes `register(app)` (or a sub-app); importing it must stay cheap (heavy
+    imports happen inside the commands) so `coopcode --help` stays fast.
+    """
+    import importlib
+
     try:
         from sandbox.cli import app as sandbox_app
     except ImportError:
-        return
-    app.add_typer(sandbox_app, name="sandbox", help="The sandbox: build the image, status, run a file.")
+        pass
+    else:
+        app.add_typer(sandbox_app, name="sandbox", help="The sandbox: build the image, status, run a file.")
+    for module in ("coopcode.train.cli", "tui.cli"):
+        try:
+            part = importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is None or not module.startswith(e.name):
+                raise
+            continue
+        part.register(app)
 
 
 _mount_optional()

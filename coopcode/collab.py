@@ -53,6 +53,12 @@ class AgentOutput:
     adapter: str | None
     prompt: str  # the rendered prompt (kept for the record)
     seconds: float = 0.0
+    token_ids: list[int] = field(default_factory=list, repr=False)  # sampled ids (training)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("token_ids")  # the text is the record; ids matter only to a live trainer
+        return d
 
 
 @dataclass
@@ -81,7 +87,7 @@ class Attempt:
             "task_id": self.task_id,
             "sample": self.sample,
             "scheme": self.scheme,
-            "outputs": [asdict(o) for o in self.outputs],
+            "outputs": [o.to_dict() for o in self.outputs],
             "helper_code": self.helper_code,
             "main_code": self.main_code,
             "program": self.program.text if self.program else "",
@@ -242,15 +248,9 @@ class Collaboration:
                     first: dict[tuple[int, str], prompts.Prompt], on_delta: AgentDelta | None,
                     cancel: threading.Event | None) -> None:
         def record(results: list[tuple[_Ask, Completion, str]]) -> None:
-            for a, c, code in results:
+            for a, _c, _code in results:
                 first[(a.sample, a.role)] = a.prompt
-                att = attempts[a.sample]
-                att.outputs.append(AgentOutput(a.role, a.turn, c.text, code, c.n_tokens,
-                                               c.finish_reason, a.adapter, a.prompt.text, c.seconds))
-                if a.role == "helper":
-                    att.helper_code = code
-                else:
-                    att.main_code = code
+            _store(attempts, results)
 
         def ask(role: str, s: int, helper_code: str | None = None) -> _Ask:
             return _Ask(s, role, self._first_prompts(problem, role, helper_code), self._adapter(role), 1)
@@ -280,14 +280,7 @@ class Collaboration:
                 note = "Your teammate's code is shown above; make the two fit together."
                 p = self._revision_prompt(problem, role, first[(s, role)], own, peer, note)
                 asks.append(_Ask(s, role, p, self._adapter(role), 1))
-        for a, c, code in self._ask(problem, asks, on_delta, cancel):
-            att = attempts[a.sample]
-            att.outputs.append(AgentOutput(a.role, 1, c.text, code, c.n_tokens, c.finish_reason,
-                                           a.adapter, a.prompt.text, c.seconds))
-            if a.role == "helper":
-                att.helper_code = code
-            else:
-                att.main_code = code
+        _store(attempts, self._ask(problem, asks, on_delta, cancel))
 
     def _still_failing(self, problem: Problem, live: list[int], attempts: dict[int, Attempt]) -> list[int]:
         """Run each live sample on the public examples; keep those that do not pass them all."""
@@ -318,15 +311,20 @@ class Collaboration:
                 key = (s, role) if (s, role) in first else (s, "single" if role == "main" else role)
                 p = self._revision_prompt(problem, role, first[key], own, peer, feedback)
                 asks.append(_Ask(s, role, p, self._adapter(role), turn))
-        for a, c, code in self._ask(problem, asks, on_delta, cancel):
-            att = attempts[a.sample]
-            att.outputs.append(AgentOutput(a.role, turn, c.text, code, c.n_tokens, c.finish_reason,
-                                           a.adapter, a.prompt.text, c.seconds))
-            if a.role == "helper":
-                att.helper_code = code
-            else:
-                att.main_code = code
+        _store(attempts, self._ask(problem, asks, on_delta, cancel))
         return live
+
+
+def _store(attempts: dict[int, Attempt], results: list[tuple[_Ask, Completion, str]]) -> None:
+    """Record each agent's output on its attempt; the latest code of a role is the one used."""
+    for a, c, code in results:
+        att = attempts[a.sample]
+        att.outputs.append(AgentOutput(a.role, a.turn, c.text, code, c.n_tokens, c.finish_reason,
+                                       a.adapter, a.prompt.text, c.seconds, c.token_ids))
+        if a.role == "helper":
+            att.helper_code = code
+        else:
+            att.main_code = code
 
 
 def _program_text(attempt: Attempt) -> str:

@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from coopcode.engines import GenerationRequest, SamplingParams
-from coopcode.engines.transformers_engine import TransformersEngine, cpu_has_bf16, pick_device_and_dtype
+from coopcode.engines.transformers_engine import (
+    TransformersEngine,
+    cpu_has_bf16,
+    pick_device_and_dtype,
+)
 from coopcode.errors import ModelError
 
 

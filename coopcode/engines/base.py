@@ -83,5 +83,5 @@ class Engine(ABC):
     def count_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Release the model (engines may hold GBs)."""

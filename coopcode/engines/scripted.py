@@ -35,7 +35,7 @@ class ScriptedEngine(Engine):
         self.model_name = model_name
         self.model_fingerprint = "scripted"
         self._adapters: dict[str, str] = {}
-        self.calls: list[GenerationRequest] = []
+        self.calls: list[list[GenerationRequest]] = []  # one entry per generate() call
 
     @staticmethod
     def _from_table(table: dict[str | None, str | list[str]]) -> Script:
@@ -63,7 +63,7 @@ class ScriptedEngine(Engine):
         on_delta: DeltaCallback | None = None,
         cancel: threading.Event | None = None,
     ) -> list[list[Completion]]:
-        self.calls.extend(requests)
+        self.calls.append(list(requests))
         out: list[list[Completion]] = []
         for ri, req in enumerate(requests):
             per = []
