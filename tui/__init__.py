@@ -1,0 +1,1 @@
+"""The coopcode Textual app."""

@@ -1,0 +1,223 @@
+"""The coopcode Textual app: four screens (modes) over one session of agents and sandbox.
+
+The first frame comes before anything heavy: the model and the sandbox load on worker
+threads after mount, with their progress in the top bar and on the Agents screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import Screen
+
+from tui.screens.agents import AgentsScreen
+from tui.screens.bench import BenchScreen
+from tui.screens.collaborate import CollaborateScreen
+from tui.screens.train import TrainScreen
+from tui.session import AgentsSpec, Session
+
+THEMES = {"dark": "textual-dark", "light": "textual-light"}
+
+
+class CoopApp(App[None]):
+    """`coopcode tui`."""
+
+    TITLE = "coopcode"
+    CSS_PATH = "app.tcss"
+    MODES = {
+        "agents": AgentsScreen,
+        "collaborate": CollaborateScreen,
+        "train": TrainScreen,
+        "bench": BenchScreen,
+    }
+    BINDINGS = [
+        Binding("f1", "help", "Help", id="app.help", priority=True),
+        Binding("f2", "switch_mode('agents')", "Agents", id="app.agents", show=False, priority=True),
+        Binding("f3", "switch_mode('collaborate')", "Collaborate", id="app.collaborate",
+                show=False, priority=True),
+        Binding("f4", "switch_mode('train')", "Train", id="app.train", show=False, priority=True),
+        Binding("f5", "switch_mode('bench')", "Bench", id="app.bench", show=False, priority=True),
+        Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", priority=True),
+        Binding("ctrl+q", "request_quit", "Quit", id="app.quit", show=False, priority=True),
+        Binding("ctrl+p", "command_palette", "Commands", id="app.palette", show=False, priority=True),
+    ]
+
+    status_line: reactive[str] = reactive("")
+    agents_state: reactive[str] = reactive("idle")  # idle, loading, ready, error
+    load_message: reactive[str] = reactive("", always_update=True)
+
+    def __init__(
+        self,
+        session: Session | None = None,
+        *,
+        mode: str = "collaborate",
+        theme: str = "dark",
+        problem: str | None = None,
+        autoload: bool = True,
+    ) -> None:
+        super().__init__()
+        self.session = session or Session()
+        self.start_mode = mode
+        self.initial_problem = problem
+        self.autoload = autoload
+        self.theme = THEMES.get(theme, theme)
+        self.sandbox_state = "opening"
+        self.agents_error = ""
+
+    def on_mount(self) -> None:
+        self.switch_mode(self.start_mode)
+        self._update_status()
+        if self.autoload:
+            # After the first frame: loading must never delay or freeze the interface.
+            self.call_after_refresh(self.load_agents, self.session.spec)
+            self.call_after_refresh(self._open_sandbox)
+
+    # -- loading ----------------------------------------------------------------------------
+
+    def load_agents(self, spec: AgentsSpec) -> None:
+        self.agents_state = "loading"
+        self.agents_error = ""
+        self._update_status()
+        self._load_worker(spec)
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load_worker(self, spec: AgentsSpec) -> None:
+        def progress(message: str) -> None:
+            self.call_from_thread(self._progress, message)
+
+        try:
+            self.session.load_agents(spec, progress)
+        except Exception as e:  # noqa: BLE001 - one line to the user, the app lives on
+            text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            self.call_from_thread(self._loaded, text)
+        else:
+            self.call_from_thread(self._loaded, "")
+
+    def _progress(self, message: str) -> None:
+        self.load_message = message
+
+    def _loaded(self, error: str) -> None:
+        self.agents_error = error
+        self.agents_state = "error" if error else "ready"
+        self.load_message = f"error: {error}" if error else "agents ready"
+        if error:
+            self.notify(error, severity="error", title="loading the agents", timeout=10)
+        self._update_status()
+
+    @work(thread=True, exclusive=True, group="sandbox-open")
+    def _open_sandbox(self) -> None:
+        def warn(message: str) -> None:
+            self.call_from_thread(self.notify, message, severity="warning", title="sandbox")
+
+        try:
+            sandbox = self.session.open_sandbox(warn)
+        except Exception as e:  # noqa: BLE001
+            self.sandbox_state = "unavailable"
+            self.call_from_thread(self.notify, f"sandbox unavailable: {e}", severity="error",
+                                  title="sandbox", timeout=10)
+        else:
+            self.sandbox_state = getattr(sandbox, "name", "ready")
+        self.call_from_thread(self._update_status)
+
+    def _update_status(self) -> None:
+        agents = self.session.agents
+        if self.agents_state == "ready" and agents is not None:
+            model = agents.engine.model_name or "model"
+            adapters = [f"{role}:{path.rstrip('/').split('/')[-2 if path.endswith(role) else -1]}"
+                        for role, path in (agents.helper_adapter or ("", ""),
+                                           agents.main_adapter or ("", "")) if role]
+            who = model.rstrip("/").split("/")[-1] + (f" + {', '.join(adapters)}" if adapters else "")
+        elif self.agents_state == "loading":
+            who = "loading agents…"
+        elif self.agents_state == "error":
+            who = "agents: error (F2)"
+        else:
+            who = "agents: not loaded (F2)"
+        sandbox = self.sandbox_state if len(self.sandbox_state) < 14 else "unavailable"
+        self.status_line = f"{who} · sandbox: {sandbox} "
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        from tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_toggle_theme(self) -> None:
+        self.theme = THEMES["light"] if self.current_theme.dark else THEMES["dark"]
+
+    def running_jobs(self) -> list[Any]:
+        """Child jobs (train, bench) still running."""
+        jobs = []
+        for mode in ("train", "bench"):
+            screen = self._screen_for_mode(mode)
+            job = getattr(screen, "job", None)
+            if job is not None and job.running:
+                jobs.append(job)
+        return jobs
+
+    def _screen_for_mode(self, mode: str) -> Screen[Any] | None:
+        stack = self._screen_stacks.get(mode)
+        return stack[0] if stack else None
+
+    def action_request_quit(self) -> None:
+        jobs = self.running_jobs()
+        if not jobs:
+            self.exit()
+            return
+        from tui.screens.dialogs import QuitDialog
+
+        def decide(choice: str | None) -> None:
+            if choice == "stop":
+                self.notify("Stopping the running jobs…")
+                self._stop_and_exit(jobs)
+            elif choice == "detach":
+                for job in jobs:
+                    job.detach()
+                self.exit(message=_detach_message(jobs))
+
+        self.push_screen(QuitDialog([j.name for j in jobs]), decide)
+
+    @work(thread=True, group="quit")
+    def _stop_and_exit(self, jobs: list[Any]) -> None:
+        for job in jobs:
+            job.stop()
+        self.call_from_thread(self.exit)
+
+    def on_unmount(self) -> None:
+        for mode in ("collaborate",):
+            screen = self._screen_for_mode(mode)
+            cancel = getattr(screen, "cancel_event", None)
+            if cancel is not None:
+                cancel.set()
+
+    # -- command palette --------------------------------------------------------------------
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Every main action by name: the screens, and the current screen's own actions."""
+        yield from super().get_system_commands(screen)
+        for mode, title in (("agents", "Agents"), ("collaborate", "Collaborate"),
+                            ("train", "Train"), ("bench", "Bench")):
+            yield SystemCommand(f"Go to {title}", f"Switch to the {title} screen",
+                                lambda m=mode: self.switch_mode(m))
+        yield SystemCommand("Help", "Keys and screens", self.action_help)
+        yield SystemCommand("Toggle light/dark", "Switch between the light and dark theme",
+                            self.action_toggle_theme)
+        helps: dict[str, str] = getattr(screen, "HELP", {})
+        for binding in getattr(screen, "BINDINGS", []):
+            if not isinstance(binding, Binding):
+                continue
+            action = binding.action
+            yield SystemCommand(f"{binding.description} ({binding.key})", helps.get(action, ""),
+                                lambda s=screen, a=action: self.call_later(s.run_action, a))
+
+
+def _detach_message(jobs: list[Any]) -> str:
+    lines = [f"{j.name} (pid {j.pid}) keeps running; events: {j.events_path}" for j in jobs]
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""Agents: the base model (shared) and each agent's adapter, loaded without freezing the UI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Button, Footer, Input, Label, ProgressBar, RichLog, Select, Static
+
+from tui.runs import CheckpointRun, list_checkpoint_runs
+from tui.session import AgentsSpec
+from tui.widgets.nav import NavBar
+
+NO_ADAPTER = "none"
+
+
+class AgentsScreen(Screen[None]):
+    BINDINGS = [
+        Binding("ctrl+r", "load", "Load", id="agents.load", priority=True),
+        Binding("ctrl+l", "refresh", "Rescan", id="agents.refresh"),
+    ]
+    HELP = {
+        "load": "Load the base model and the agents' adapters",
+        "refresh": "Look for new checkpoint runs",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: dict[str, CheckpointRun] = {}
+
+    def compose(self) -> ComposeResult:
+        from coopcode.models import CATALOG, DEFAULT_MODEL, is_ready
+
+        spec = self.app.session.spec  # type: ignore[attr-defined]
+        catalog = [(f"{m.name}{'' if is_ready(m) else ' (not prepared)'}", m.name)
+                   for m in CATALOG.values()]
+        custom = spec.model if spec.model and spec.model not in CATALOG else ""
+        yield NavBar("agents")
+        with Horizontal(id="agents-body"):
+            with Vertical(id="agents-form", classes="form"):
+                yield Label("Base model · loaded once, shared by both agents", classes="section")
+                yield Select(catalog, value=spec.model if spec.model in CATALOG else DEFAULT_MODEL,
+                             allow_blank=False, compact=True, id="model")
+                yield Input(custom, placeholder="or a Hugging Face id / local folder",
+                            compact=True, id="model-other")
+                yield Label("Helper adapter (writes aux)", classes="section")
+                yield Select([("none", NO_ADAPTER)], allow_blank=False, compact=True, id="helper-adapter")
+                yield Static("", id="helper-manifest", classes="manifest")
+                yield Label("Main adapter (writes the entry point)", classes="section")
+                yield Select([("none", NO_ADAPTER)], allow_blank=False, compact=True, id="main-adapter")
+                yield Static("", id="main-manifest", classes="manifest")
+                yield Button("Load agents", id="load-button", variant="primary", compact=True)
+            with Vertical(id="agents-status"):
+                yield Label("", id="agents-state")
+                yield ProgressBar(total=None, show_eta=False, id="load-progress")
+                yield RichLog(id="load-log", wrap=True, markup=False)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#load-log", RichLog).border_title = "loading"
+        self.action_refresh()
+        self.watch(self.app, "load_message", self._log_progress)
+        self.watch(self.app, "agents_state", self._show_state)
+
+    def _log_progress(self, message: str) -> None:
+        if message:
+            self.query_one("#load-log", RichLog).write(message)
+
+    def _show_state(self, state: str) -> None:
+        app = self.app
+        text = {
+            "idle": "not loaded: Ctrl+R loads the agents",
+            "loading": "loading… (the rest of the app stays usable)",
+            "ready": "ready",
+            "error": f"error: {getattr(app, 'agents_error', '')}",
+        }.get(state, state)
+        self.query_one("#agents-state", Label).update(f"Agents: {text}")
+        self.query_one("#load-progress", ProgressBar).display = state == "loading"
+
+    def action_refresh(self) -> None:
+        """Rescan checkpoints/ for runs holding adapters."""
+        spec = self.app.session.spec  # type: ignore[attr-defined]
+        self.runs = {str(r.path): r for r in list_checkpoint_runs()}
+        for role, given in (("helper", spec.helper_adapter), ("main", spec.main_adapter)):
+            select = self.query_one(f"#{role}-adapter", Select)
+            current = select.value if select.value not in (Select.NULL, None) else (given or NO_ADAPTER)
+            options = [("none (the bare base model)", NO_ADAPTER)]
+            options += [(f"{r.name} · {r.describe()}", key) for key, r in self.runs.items()
+                        if role in r.roles]
+            if current != NO_ADAPTER and all(v != current for _, v in options):
+                options.append((str(current), str(current)))  # given on the command line
+            select.set_options(options)
+            select.value = current
+            self._show_manifest(role, str(current))
+
+    @on(Select.Changed, "#helper-adapter")
+    def _helper_changed(self, event: Select.Changed) -> None:
+        self._show_manifest("helper", str(event.value))
+
+    @on(Select.Changed, "#main-adapter")
+    def _main_changed(self, event: Select.Changed) -> None:
+        self._show_manifest("main", str(event.value))
+
+    def _show_manifest(self, role: str, value: str) -> None:
+        run = self.runs.get(value)
+        if value == NO_ADAPTER:
+            text = "no adapter: the base model as released"
+        elif run is None:
+            text = f"{value} (no manifest)" if Path(value).exists() else f"{value}: not found"
+        else:
+            text = run.describe()
+            base = run.manifest.get("base")
+            if isinstance(base, dict) and base.get("name"):
+                text += f" · base {base['name']}"
+        self.query_one(f"#{role}-manifest", Static).update(text)
+
+    def chosen_spec(self) -> AgentsSpec:
+        spec: AgentsSpec = self.app.session.spec  # type: ignore[attr-defined]
+        other = self.query_one("#model-other", Input).value.strip()
+        model = other or str(self.query_one("#model", Select).value)
+        adapters = [str(self.query_one(f"#{r}-adapter", Select).value) for r in ("helper", "main")]
+        helper, main = (None if a == NO_ADAPTER else a for a in adapters)
+        return spec.with_(model=model, helper_adapter=helper, main_adapter=main)
+
+    @on(Button.Pressed, "#load-button")
+    def action_load(self) -> None:
+        if getattr(self.app, "agents_state", "") == "loading":
+            self.notify("Already loading.", severity="warning")
+            return
+        self.query_one("#load-log", RichLog).clear()
+        self.app.load_agents(self.chosen_spec())  # type: ignore[attr-defined]

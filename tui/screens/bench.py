@@ -1,0 +1,267 @@
+"""Bench: pass@k / acc@k as a child process, the table filling in, earlier runs side by side."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import (
+    Button,
+    DataTable,
+    Footer,
+    Input,
+    Label,
+    ProgressBar,
+    RichLog,
+    Select,
+    SelectionList,
+    TabbedContent,
+    TabPane,
+)
+
+from coopcode import events as ev
+from coopcode.collab import SCHEMES
+from tui.jobs import coopcode_argv
+from tui.runs import BenchRun, list_bench_runs, list_checkpoint_runs
+from tui.screens.job_screen import JobScreen, form_value
+from tui.widgets.nav import NavBar
+
+SPLITS = ("humaneval:test", "humaneval:train", "humaneval:all")
+NO_ADAPTER = "none"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+class LiveScores:
+    """pass@k / acc@k from the verdicts seen so far (problems with all n samples only)."""
+
+    def __init__(self, ks: list[int], n: int) -> None:
+        self.ks, self.n = ks, n
+        self.samples: dict[str, dict[str, dict[int, tuple[bool, float]]]] = defaultdict(dict)
+
+    def add(self, event: ev.VerdictReady) -> None:
+        v = event.verdict
+        total = v.get("n_tests") or 0
+        result = (v.get("status") == "passed", (v.get("n_passed", 0) / total) if total else 0.0)
+        self.samples[event.scheme].setdefault(event.task_id, {})[event.sample] = result
+
+    def rows(self) -> list[dict[str, Any]]:
+        from coopcode.metrics import mean_acc_at_k, mean_pass_at_k
+
+        rows = []
+        for scheme, tasks in self.samples.items():
+            done = {t: [s[i] for i in range(self.n)] for t, s in tasks.items()
+                    if all(i in s for i in range(self.n))}
+            row: dict[str, Any] = {"method": scheme, "problems": len(done)}
+            for k in self.ks:
+                row[f"pass@{k}"] = mean_pass_at_k({t: [p for p, _ in r] for t, r in done.items()}, k) if done else 0.0
+                row[f"acc@{k}"] = mean_acc_at_k({t: [f for _, f in r] for t, r in done.items()}, k) if done else 0.0
+            rows.append(row)
+        return rows
+
+
+def fill_scores(table: DataTable[Any], ks: list[int], rows: list[tuple[str, dict[str, Any]]]) -> None:
+    """A pass@k / acc@k table: one row per (label, summary row)."""
+    table.clear(columns=True)
+    table.add_columns("method", *[f"pass@{k}" for k in ks], *[f"acc@{k}" for k in ks], "problems")
+    for label, r in rows:
+        cells = [_pct(r[f"pass@{k}"]) if f"pass@{k}" in r else "—" for k in ks]
+        cells += [_pct(r[f"acc@{k}"]) if f"acc@{k}" in r else "—" for k in ks]
+        table.add_row(label, *cells, str(r.get("problems", "?")))
+
+
+class BenchScreen(JobScreen):
+    job_name = "bench"
+    BINDINGS = [
+        Binding("ctrl+r", "start", "Start", id="bench.start", priority=True),
+        Binding("escape", "stop", "Stop", id="bench.stop"),
+        Binding("ctrl+l", "refresh", "Rescan", id="bench.refresh"),
+    ]
+    HELP = {
+        "start": "Start a bench run (a child process; rerunning the same name resumes)",
+        "stop": "Stop the bench (finished problems are kept)",
+        "refresh": "Rescan runs/ for earlier benches",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live: LiveScores | None = None
+        self.runs: dict[str, BenchRun] = {}
+        self.out_name = ""
+
+    def compose(self) -> ComposeResult:
+        adapters = [("none", NO_ADAPTER)]
+        yield NavBar("bench")
+        with Horizontal(id="bench-body"):
+            with Vertical(id="bench-form", classes="form"):
+                for fid, label, default in (("ks", "k", "1,3,5"), ("n", "n", "5"),
+                                            ("temperature", "temp", "0.8"), ("limit", "limit", "10")):
+                    with Horizontal(classes="field"):
+                        yield Label(label, classes="field-label")
+                        yield Input(default, compact=True, id=fid)
+                with Horizontal(classes="field"):
+                    yield Label("split", classes="field-label")
+                    yield Select([(s.split(":")[1], s) for s in SPLITS], value=SPLITS[0],
+                                 allow_blank=False, compact=True, id="split")
+                for role in ("helper", "main"):
+                    with Horizontal(classes="field"):
+                        yield Label(role, classes="field-label")
+                        yield Select(adapters, value=NO_ADAPTER, allow_blank=False, compact=True,
+                                     id=f"{role}-adapter")
+                with Horizontal(classes="field"):
+                    yield Label("out", classes="field-label")
+                    yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="out-name")
+                yield SelectionList[str](*[(s, s, s == "sequential") for s in SCHEMES], id="schemes")
+                with Horizontal(classes="buttons"):
+                    yield Button("Start", id="start", variant="success", compact=True)
+                    yield Button("Stop", id="stop", variant="error", compact=True, disabled=True)
+            with TabbedContent(initial="tab-live", id="bench-tabs"):
+                with TabPane("Live", id="tab-live"):
+                    with Horizontal(id="bench-progress-row"):
+                        yield ProgressBar(total=100, show_eta=False, id="bench-progress")
+                        yield Label("idle", id="bench-rate")
+                    yield DataTable(id="live-table", zebra_stripes=True)
+                    yield RichLog(id="log", wrap=True, markup=False)
+                with TabPane("Runs", id="tab-runs"):
+                    with Horizontal():
+                        yield SelectionList[str](id="runs")
+                        yield DataTable(id="compare", zebra_stripes=True)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#schemes", SelectionList).border_title = "schemes"
+        self.log_view.border_title = "log"
+        self.query_one("#runs", SelectionList).border_title = "earlier runs"
+        self.query_one("#compare", DataTable).border_title = "side by side"
+        fill_scores(self.query_one("#live-table", DataTable), [1, 3, 5], [])
+        self.action_refresh()
+
+    def action_refresh(self) -> None:
+        for role in ("helper", "main"):
+            select = self.query_one(f"#{role}-adapter", Select)
+            current = select.value
+            options = [("none", NO_ADAPTER)] + [(r.name, str(r.path)) for r in list_checkpoint_runs()
+                                                if role in r.roles]
+            select.set_options(options)
+            select.value = current if any(v == current for _, v in options) else NO_ADAPTER
+        self.runs = {str(r.path): r for r in list_bench_runs()}
+        runs = self.query_one("#runs", SelectionList)
+        chosen = set(runs.selected)
+        runs.clear_options()
+        for key, run in self.runs.items():
+            methods = ", ".join(r.get("method", "?") for r in run.rows)
+            runs.add_option((f"{run.name} · {methods}", key, key in chosen))
+        self._compare()
+
+    @on(SelectionList.SelectedChanged, "#runs")
+    def _compare(self) -> None:
+        chosen = [self.runs[k] for k in self.query_one("#runs", SelectionList).selected if k in self.runs]
+        ks = sorted({k for run in chosen for k in run.ks}) or [1]
+        rows = [(f"{run.name}: {r.get('method', '?')}", r) for run in chosen for r in run.rows]
+        fill_scores(self.query_one("#compare", DataTable), ks, rows)
+
+    def build_argv(self) -> tuple[list[str], list[int], int]:
+        session = self.app.session  # type: ignore[attr-defined]
+        ks_text = self.query_one("#ks", Input).value
+        try:
+            ks = [int(k) for k in ks_text.split(",") if k.strip()]
+        except ValueError:
+            raise ValueError(f"k: {ks_text!r} is not a comma-separated list of integers") from None
+        n = form_value(self.query_one("#n", Input).value, int, "n")
+        temperature = form_value(self.query_one("#temperature", Input).value, float, "temp")
+        limit_text = self.query_one("#limit", Input).value.strip()
+        limit = form_value(limit_text, int, "limit") if limit_text else None
+        schemes = list(self.query_one("#schemes", SelectionList).selected)
+        if not ks or max(ks) > n:
+            raise ValueError(f"k: every k must be at most n={n}")
+        if not schemes:
+            raise ValueError("schemes: choose at least one")
+        out = self.query_one("#out-name", Input).value.strip()
+        if not out or "/" in out:
+            raise ValueError("out: give a folder name for runs/<out>")
+        self.out_name = out
+        args = ["bench", "--events", "jsonl", "--k", ",".join(map(str, ks)), "--n", str(n),
+                "--temperature", str(temperature),
+                "--problems", str(self.query_one("#split", Select).value),
+                "--scheme", ",".join(schemes), "--out", f"runs/{out}",
+                "--sandbox", session.spec.sandbox]
+        if limit:
+            args += ["--limit", str(limit)]
+        if session.spec.model:
+            args += ["--model", session.spec.model]
+        for role in ("helper", "main"):
+            value = str(self.query_one(f"#{role}-adapter", Select).value)
+            if value != NO_ADAPTER:
+                args += [f"--{role}-adapter", value]
+        return coopcode_argv(*args), ks, n
+
+    @on(Button.Pressed, "#start")
+    def action_start(self) -> None:
+        if self.busy:
+            self.notify("A bench is already running (Esc stops it).", severity="warning")
+            return
+        try:
+            argv, ks, n = self.build_argv()
+        except ValueError as e:
+            self.notify(str(e), severity="error", title="bench config")
+            return
+        self.live = LiveScores(ks, n)
+        fill_scores(self.query_one("#live-table", DataTable), ks, [])
+        bar = self.query_one("#bench-progress", ProgressBar)
+        bar.update(total=None, progress=0)
+        self.query_one("#bench-rate", Label).update("loading the model…")
+        self.query_one("#bench-tabs", TabbedContent).active = "tab-live"
+        self.start_job(argv)
+
+    @on(Button.Pressed, "#stop")
+    def _stop_pressed(self) -> None:
+        self.action_stop()
+
+    def job_started(self) -> None:
+        self.query_one("#start", Button).disabled = True
+        self.query_one("#stop", Button).disabled = False
+
+    def job_ended(self, returncode: int | None) -> None:
+        self.query_one("#start", Button).disabled = False
+        self.query_one("#stop", Button).disabled = True
+        if returncode != 0:
+            self.query_one("#bench-rate", Label).update("stopped" if self.job and self.job.stopping
+                                                        else f"failed (exit {returncode})")
+        self.action_refresh()
+
+    def handle_event(self, event: ev.Event) -> None:
+        bar = self.query_one("#bench-progress", ProgressBar)
+        if isinstance(event, ev.Started):
+            bar.update(total=max(event.total, 1), progress=event.meta.get("resumed", 0))
+            self.query_one("#bench-rate", Label).update(f"0/{event.total} samples")
+        elif isinstance(event, ev.Progress):
+            bar.update(total=max(event.total, 1), progress=event.done)
+            self.query_one("#bench-rate", Label).update(
+                f"{event.done}/{event.total} · {event.samples_per_s:.2f} samples/s · "
+                f"ETA {_eta(event.eta_s)}")
+            if self.live is not None:
+                fill_scores(self.query_one("#live-table", DataTable), self.live.ks,
+                            [(r["method"], r) for r in self.live.rows()])
+        elif isinstance(event, ev.VerdictReady) and self.live is not None:
+            self.live.add(event)
+        elif isinstance(event, ev.Finished):
+            summary = event.summary
+            ks = [int(k) for k in summary.get("ks", [])] or (self.live.ks if self.live else [1])
+            fill_scores(self.query_one("#live-table", DataTable), ks,
+                        [(r.get("method", "?"), r) for r in summary.get("rows", [])])
+            self.query_one("#bench-rate", Label).update(
+                f"done · {summary.get('meta', {}).get('wall_seconds', '?')} s")

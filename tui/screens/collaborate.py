@@ -1,0 +1,410 @@
+"""Collaborate: pick a problem, watch the helper and main agents write, run the program.
+
+Generation and sandbox runs happen on worker threads that emit coopcode's own events
+(TokenDelta, AttemptReady, VerdictReady, ...) as messages; this screen only renders them.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import (
+    Button,
+    Footer,
+    Input,
+    Label,
+    OptionList,
+    Select,
+    TabbedContent,
+    TabPane,
+    TextArea,
+)
+from textual.widgets.option_list import Option
+
+from coopcode import events as ev
+from coopcode.collab import SCHEMES
+from coopcode.errors import UserError
+from coopcode.problems import Problem
+from tui.cooperation import describe_cooperation
+from tui.messages import Cancelled, CoopEvent
+from tui.widgets.agent_pane import AgentPane
+from tui.widgets.nav import NavBar
+from tui.widgets.results import TestsTable, VerdictSummary
+
+MAX_NEW_TOKENS = 512  # per agent turn, as `coopcode solve`
+TEST_TIMEOUT = 5.0  # CPU seconds per program run, as `coopcode solve`
+
+
+class CollaborateScreen(Screen[None]):
+    BINDINGS = [
+        Binding("ctrl+r", "run", "Run", id="collab.run", priority=True),
+        Binding("escape", "cancel", "Cancel", id="collab.cancel"),
+        Binding("ctrl+b", "sandbox", "Test", id="collab.sandbox", priority=True),
+        Binding("ctrl+o", "open", "Open", id="collab.open", priority=True),
+        Binding("ctrl+n", "new_prompt", "New", id="collab.new", priority=True),
+        Binding("f6", "copy", "Copy", id="collab.copy", priority=True),
+        Binding("ctrl+s", "save", "Save", id="collab.save", priority=True),
+    ]
+    HELP = {
+        "run": "Run the helper and main agents on the problem, then its tests",
+        "cancel": "Cancel the generation",
+        "sandbox": "Run the (edited) program against the tests in the sandbox",
+        "open": "Open a problem.py file",
+        "new_prompt": "Type or paste a new problem prompt",
+        "copy": "Copy the combined program to the clipboard",
+        "save": "Save the combined program to a file",
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.humaneval: list[Problem] = []
+        self.problem: Problem | None = None  # what was picked or opened
+        self.problem_text = ""  # the editor text that `problem` came from
+        self.run_id = 0
+        self.generating = False
+        self.testing = False
+        self.cancel_event = threading.Event()
+        self.attempt: ev.AttemptReady | None = None  # the latest generated attempt
+        self.run_problem: Problem | None = None  # the problem the latest attempt solved
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("collaborate")
+        with Horizontal(id="toolbar"):
+            yield Label("no problem", id="problem-label")
+            yield Label("scheme", classes="dim")
+            yield Select([(s, s) for s in SCHEMES], value="sequential", allow_blank=False,
+                         compact=True, id="scheme")
+            yield Label("turns", classes="dim")
+            yield Select([(str(t), t) for t in (1, 2, 3)], value=1, allow_blank=False,
+                         compact=True, id="turns")
+            yield Button("Run", id="run-button", compact=True, variant="primary")
+        with TabbedContent(initial="tab-problem", id="tabs"):
+            with TabPane("Problem", id="tab-problem"):
+                with Horizontal():
+                    with Vertical(id="browser"):
+                        yield Input(placeholder="search HumanEval", id="search", compact=True)
+                        yield OptionList(id="problems")
+                    yield TextArea.code_editor("", language="python", id="prompt",
+                                               soft_wrap=True)
+            with TabPane("Agents", id="tab-agents"):
+                with Horizontal(id="panes"):
+                    yield AgentPane("helper", id="helper-pane")
+                    yield AgentPane("main", id="main-pane")
+            with TabPane("Program", id="tab-program"):
+                yield TextArea.code_editor("", language="python", id="program", soft_wrap=True)
+                with Horizontal(id="results"):
+                    yield TestsTable(id="tests")
+                    yield VerdictSummary(id="summary")
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one("#prompt", TextArea).border_title = "prompt · type or paste, or pick one"
+        self.query_one("#program", TextArea).border_title = "combined program · editable"
+        self.query_one("#summary", VerdictSummary).show_idle("Ctrl+R runs the agents")
+        self._load_problems()
+
+    # -- problems ---------------------------------------------------------------------------
+
+    @work(thread=True, group="problems")
+    def _load_problems(self) -> None:
+        from coopcode.problems import load_humaneval
+
+        problems = load_humaneval("all")
+        self.app.call_from_thread(self._show_problems, problems)
+
+    def _show_problems(self, problems: list[Problem]) -> None:
+        self.humaneval = problems
+        self._filter("")
+        wanted = getattr(self.app, "initial_problem", None)
+        if wanted and self.problem is None:
+            self.pick(wanted)
+
+    def _filter(self, query: str) -> None:
+        q = query.strip().lower()
+        options = [
+            Option(f"{p.task_id.removeprefix('HumanEval/'):>3} {p.entry_point}", id=p.task_id)
+            for p in self.humaneval
+            if not q or q in p.task_id.lower() or q in p.entry_point.lower() or q in p.prompt.lower()
+        ]
+        listing = self.query_one("#problems", OptionList)
+        listing.clear_options()
+        listing.add_options(options)
+
+    @on(Input.Changed, "#search")
+    def _search(self, event: Input.Changed) -> None:
+        self._filter(event.value)
+
+    @on(Input.Submitted, "#search")
+    def _search_enter(self) -> None:
+        self.query_one("#problems", OptionList).focus()
+
+    @on(OptionList.OptionSelected, "#problems")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id:
+            self.pick(event.option.id)
+
+    def pick(self, spec: str) -> None:
+        """Show a problem: a HumanEval task id or a problem.py path."""
+        try:
+            if spec.startswith("HumanEval/"):
+                found = [p for p in self.humaneval if p.task_id == spec]
+                if not found:
+                    raise UserError(f"{spec}: no such HumanEval task")
+                self._set_problem(found[0], found[0].prompt)
+            else:
+                from coopcode.problems import load_problem_file
+
+                path = Path(spec).expanduser()
+                problem = load_problem_file(path)
+                self._set_problem(problem, path.read_text(encoding="utf-8"))
+        except (UserError, OSError) as e:
+            self.notify(str(e), severity="error", title="problem")
+
+    def _set_problem(self, problem: Problem, text: str) -> None:
+        self.problem, self.problem_text = problem, text
+        self.query_one("#prompt", TextArea).load_text(text)
+        self._show_problem_label()
+
+    def _show_problem_label(self, edited: bool = False) -> None:
+        label = "no problem"
+        if self.problem is not None:
+            label = f"{self.problem.task_id} · {self.problem.entry_point}" + (" (edited)" if edited else "")
+        self.query_one("#problem-label", Label).update(label)
+
+    @on(TextArea.Changed, "#prompt")
+    def _prompt_edited(self, event: TextArea.Changed) -> None:
+        edited = self.problem is not None and event.text_area.text != self.problem_text
+        self._show_problem_label(edited)
+
+    def current_problem(self) -> Problem | None:
+        """The problem as the editor shows it; an edited or pasted prompt is parsed afresh."""
+        text = self.query_one("#prompt", TextArea).text
+        if self.problem is not None and text == self.problem_text:
+            return self.problem
+        if not text.strip():
+            self.notify("Pick a problem, open one (Ctrl+O) or type a prompt first.",
+                        severity="warning")
+            return None
+        from coopcode.problems import parse_problem_source
+
+        try:
+            return parse_problem_source(text, "editor.py")
+        except UserError as e:
+            self.notify(str(e), severity="error", title="prompt")
+            return None
+
+    # -- actions ----------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#run-button")
+    def action_run(self) -> None:
+        if self.generating:
+            self.notify("The agents are already writing (Esc cancels).", severity="warning")
+            return
+        agents = self.app.session.agents  # type: ignore[attr-defined]
+        if agents is None:
+            self.notify("The agents are not loaded yet (F2 shows progress).", severity="warning")
+            return
+        problem = self.current_problem()
+        if problem is None:
+            return
+        scheme = str(self.query_one("#scheme", Select).value)
+        turns = int(self.query_one("#turns", Select).value)  # type: ignore[arg-type]
+        self.run_id += 1
+        self.cancel_event = threading.Event()
+        self.generating, self.attempt, self.run_problem = True, None, problem
+        for pane in self.query(AgentPane):
+            pane.reset()
+        self.query_one("#helper-pane", AgentPane).display = scheme != "single"
+        self.query_one("#program", TextArea).load_text("")
+        self.query_one("#tests", TestsTable).clear()
+        self.query_one("#summary", VerdictSummary).show_idle("the agents are writing…")
+        self.query_one("#tabs", TabbedContent).active = "tab-agents"
+        self._generate(problem, agents, scheme, turns, self.run_id, self.cancel_event)
+
+    def action_cancel(self) -> None:
+        if self.generating and not self.cancel_event.is_set():
+            self.cancel_event.set()
+            self.notify("Cancelling…")
+
+    def action_sandbox(self) -> None:
+        program = self.query_one("#program", TextArea).text
+        if self.run_problem is None or not program.strip():
+            self.notify("No program yet: Ctrl+R runs the agents first.", severity="warning")
+            return
+        if self.generating or self.testing:
+            self.notify("Busy: wait for the current run.", severity="warning")
+            return
+        self.run_id += 1
+        self._start_tests(self.run_problem, program, self.run_id)
+
+    def action_copy(self) -> None:
+        program = self.query_one("#program", TextArea).text
+        if not program.strip():
+            self.notify("No program to copy yet.", severity="warning")
+            return
+        self.app.copy_to_clipboard(program)
+        self.notify("Program copied to the clipboard.")
+
+    def action_save(self) -> None:
+        program = self.query_one("#program", TextArea).text
+        if not program.strip():
+            self.notify("No program to save yet.", severity="warning")
+            return
+        name = f"{self.run_problem.entry_point}.py" if self.run_problem else "program.py"
+
+        def save(path: str | None) -> None:
+            if not path:
+                return
+            try:
+                target = Path(path).expanduser()
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(program if program.endswith("\n") else program + "\n")
+            except OSError as e:
+                self.notify(f"{path}: {e.strerror or e}", severity="error", title="save")
+                return
+            self.notify(f"Saved to {path}")
+
+        from tui.screens.dialogs import PathDialog
+
+        self.app.push_screen(PathDialog("Save the program to", name), save)
+
+    def action_open(self) -> None:
+        from tui.screens.dialogs import PathDialog
+
+        def opened(path: str | None) -> None:
+            if path:
+                self.pick(path)
+                self.query_one("#tabs", TabbedContent).active = "tab-problem"
+
+        self.app.push_screen(PathDialog("Open a problem file", placeholder="examples/below_zero.py"),
+                             opened)
+
+    def action_new_prompt(self) -> None:
+        self.problem, self.problem_text = None, ""
+        editor = self.query_one("#prompt", TextArea)
+        editor.load_text('def solution(x: int) -> int:\n    """Describe the task here.\n'
+                         '    >>> solution(1)\n    1\n    """\n')
+        self._show_problem_label()
+        self.query_one("#problem-label", Label).update("new prompt (editor)")
+        self.query_one("#tabs", TabbedContent).active = "tab-problem"
+        editor.focus()
+
+    # -- workers: they only post events ---------------------------------------------------
+
+    @work(thread=True, group="generate")
+    def _generate(self, problem: Problem, agents: Any, scheme: str, turns: int, run_id: int,
+                  cancel: threading.Event) -> None:
+        from coopcode.collab import Collaboration
+        from coopcode.engines import SamplingParams
+
+        def emit(event: ev.Event) -> None:
+            self.post_message(CoopEvent(run_id, event))
+
+        try:
+            session = self.app.session  # type: ignore[attr-defined]
+            sandbox = session.wait_sandbox() if turns > 1 else None
+            collab = Collaboration(
+                agents.engine, scheme=scheme,
+                params=SamplingParams(n=1, max_new_tokens=MAX_NEW_TOKENS, temperature=0.0),
+                helper_adapter=agents.helper_name, main_adapter=agents.main_name, turns=turns,
+                sandbox=sandbox, feedback_timeout=TEST_TIMEOUT)
+            emit(ev.Started(job="solve", total=1, meta={"task_id": problem.task_id, "scheme": scheme}))
+
+            def on_delta(role: str, sample: int, turn: int, text: str) -> None:
+                emit(ev.TokenDelta(task_id=problem.task_id, agent=role, sample=sample, turn=turn,
+                                   text=text))
+
+            attempt = collab.run(problem, [0], on_delta=on_delta, cancel=cancel)[0]
+            if cancel.is_set():
+                self.post_message(Cancelled(run_id))
+                return
+            program = attempt.program.text if attempt.program else ""
+            emit(ev.AttemptReady(task_id=problem.task_id, sample=0, scheme=scheme,
+                                 helper_code=attempt.helper_code, main_code=attempt.main_code,
+                                 program=program,
+                                 syntax_ok=bool(attempt.program and attempt.program.syntax_ok)))
+            self._run_tests(problem, program, scheme, emit)
+        except Exception as e:  # noqa: BLE001 - shown as one line; the UI must survive it
+            emit(ev.Failed(message=_one_line(e)))
+
+    def _start_tests(self, problem: Problem, program: str, run_id: int) -> None:
+        self.testing = True
+        self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
+        scheme = self.attempt.scheme if self.attempt else "sequential"
+        self._test_worker(problem, program, scheme, run_id)
+
+    @work(thread=True, group="sandbox")
+    def _test_worker(self, problem: Problem, program: str, scheme: str, run_id: int) -> None:
+        def emit(event: ev.Event) -> None:
+            self.post_message(CoopEvent(run_id, event))
+
+        try:
+            self._run_tests(problem, program, scheme, emit)
+        except Exception as e:  # noqa: BLE001
+            emit(ev.Failed(message=_one_line(e)))
+
+    def _run_tests(self, problem: Problem, program: str, scheme: str, emit: Any) -> None:
+        """Run `program` against the problem's tests in the sandbox (worker thread)."""
+        from coopcode.rewards import grpo_reward, magrpo_reward
+        from sandbox import Job
+
+        sandbox = self.app.session.wait_sandbox()  # type: ignore[attr-defined]
+        verdict = sandbox.run(Job(program=program, tests=problem.tests,
+                                  entry_point=problem.entry_point, timeout=TEST_TIMEOUT))
+        reward = (grpo_reward if scheme == "single" else magrpo_reward)(verdict)
+        emit(ev.VerdictReady(task_id=problem.task_id, sample=0, scheme=scheme,
+                             verdict=verdict.to_dict(), reward=reward.to_dict()))
+        emit(ev.Finished(job="solve", summary={"passed": verdict.passed}))
+
+    # -- rendering events -----------------------------------------------------------------
+
+    def on_coop_event(self, message: CoopEvent) -> None:
+        if message.run_id != self.run_id:
+            return  # a straggler from a run that was cancelled or replaced
+        e = message.event
+        if isinstance(e, ev.TokenDelta):
+            pane = "#helper-pane" if e.agent == "helper" else "#main-pane"
+            self.query_one(pane, AgentPane).append(e.text, e.turn)
+        elif isinstance(e, ev.AttemptReady):
+            self.generating = False
+            self.testing = True
+            self.attempt = e
+            for pane in self.query(AgentPane):
+                pane.finish()
+            self.query_one("#program", TextArea).load_text(e.program)
+            self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
+            self.query_one("#tabs", TabbedContent).active = "tab-program"
+        elif isinstance(e, ev.VerdictReady):
+            self.testing = False
+            self.query_one("#tests", TestsTable).show(e.verdict)
+            helper = self.attempt.helper_code if self.attempt else ""
+            main = self.attempt.main_code if self.attempt else ""
+            self.query_one("#summary", VerdictSummary).show(
+                e.verdict, e.reward, describe_cooperation(main, helper), e.scheme)
+        elif isinstance(e, ev.Failed):
+            self.generating = self.testing = False
+            for pane in self.query(AgentPane):
+                pane.finish()
+            self.query_one("#summary", VerdictSummary).show_idle(f"error: {e.message}")
+            self.notify(e.message, severity="error", title="run failed", timeout=8)
+
+    def on_cancelled(self, message: Cancelled) -> None:
+        if message.run_id != self.run_id:
+            return
+        self.generating = False
+        for pane in self.query(AgentPane):
+            pane.finish("cancelled")
+        self.query_one("#summary", VerdictSummary).show_idle("cancelled · Ctrl+R runs again")
+        self.notify("Generation cancelled.")
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__

@@ -1,0 +1,63 @@
+"""The help screen: what each screen is for and every key."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# coopcode
+
+Two code models cooperate: the **helper** writes `aux` functions, the **main** agent writes
+the function the problem asks for, free to call them. Every program runs in the sandbox.
+
+| key | anywhere |
+|---|---|
+| F1 | this help (Esc closes) |
+| F2 F3 F4 F5 | Agents · Collaborate · Train · Bench screens |
+| Ctrl+P | command palette: every action by name |
+| Ctrl+T | light / dark theme |
+| Ctrl+Q | quit (asks whether to stop or detach running jobs) |
+| Tab / Shift+Tab | move between fields |
+
+**Agents (F2)**: the base model (catalog name, Hugging Face id or local folder) is loaded
+once and shared; each agent gets an adapter (none, or a run from `checkpoints/`).
+
+| key | |
+|---|---|
+| Ctrl+R | load the chosen model and adapters |
+
+**Collaborate (F3)**: pick a HumanEval problem (type to search), open a `problem.py`, or type
+or paste a prompt in the editor; choose the scheme and turns.
+
+| key | |
+|---|---|
+| Ctrl+R | run the agents (their tokens stream side by side), then the tests |
+| Esc | cancel the generation |
+| Ctrl+B | run the program (as edited) in the sandbox again |
+| Ctrl+O / Ctrl+N | open a problem file / start a new prompt |
+| F6 / Ctrl+S | copy the program / save it to a file |
+
+**Train (F4)**: a MAGRPO/GRPO run as a child process, with live reward, pass rate and loss.
+
+| key | |
+|---|---|
+| Ctrl+R / Esc | start / stop the run (stopping saves a checkpoint) |
+
+**Bench (F5)**: pass@k and acc@k over a problem set; earlier runs side by side.
+
+| key | |
+|---|---|
+| Ctrl+R / Esc | start / stop the bench (rerun resumes it) |
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="help.close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Markdown(HELP)

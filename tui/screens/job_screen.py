@@ -1,0 +1,105 @@
+"""What the Train and Bench screens share: one child-process job, followed on a worker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import work
+from textual.screen import Screen
+from textual.widgets import RichLog
+
+from coopcode import events as ev
+from tui.jobs import ChildJob, describe_exit, summarize_argv
+from tui.messages import JobEnded, JobEvent
+
+
+class JobScreen(Screen[None]):
+    """A screen that runs at most one child job at a time and renders its events."""
+
+    job_name = "job"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.job: ChildJob | None = None
+        self.run_id = 0
+
+    @property
+    def log_view(self) -> RichLog:
+        return self.query_one("#log", RichLog)
+
+    @property
+    def busy(self) -> bool:
+        return self.job is not None and self.job.running
+
+    def start_job(self, argv: list[str]) -> None:
+        self.run_id += 1
+        self.job = ChildJob(self.job_name, argv)
+        self.log_view.write(f"$ {summarize_argv(argv)}")
+        try:
+            self.job.start()
+        except OSError as e:
+            self.log_view.write(f"cannot start: {e}")
+            self.job = None
+            return
+        self.log_view.write(f"{self.job_name} started (pid {self.job.pid}); events: {self.job.events_path}")
+        self._follow(self.job, self.run_id)
+        self.job_started()
+
+    @work(thread=True, group="follow")
+    def _follow(self, job: ChildJob, run_id: int) -> None:
+        code = job.follow(lambda e: self.post_message(JobEvent(run_id, e)))
+        self.post_message(JobEnded(run_id, code, describe_exit(job, code)))
+
+    def action_stop(self) -> None:
+        if not self.busy:
+            self.notify(f"No {self.job_name} is running.", severity="warning")
+            return
+        from tui.screens.dialogs import ConfirmDialog
+
+        def confirmed(yes: bool | None) -> None:
+            if yes and self.job is not None:
+                self.log_view.write(f"stopping the {self.job_name}…")
+                self._stop(self.job)
+
+        self.app.push_screen(ConfirmDialog(f"Stop the {self.job_name}? (a rerun resumes it)"), confirmed)
+
+    @work(thread=True, group="stop")
+    def _stop(self, job: ChildJob) -> None:
+        job.stop()  # blocks up to the grace period: never on the event loop
+
+    def on_job_event(self, message: JobEvent) -> None:
+        if message.run_id != self.run_id:
+            return
+        e = message.event
+        if isinstance(e, ev.Log):
+            self.log_view.write(("warning: " if e.level == "warning" else "") + e.message)
+        elif isinstance(e, ev.Failed):
+            self.log_view.write(f"error: {e.message}")
+        self.handle_event(e)
+
+    def on_job_ended(self, message: JobEnded) -> None:
+        if message.run_id != self.run_id:
+            return
+        self.log_view.write(message.text)
+        ok = message.returncode == 0
+        self.notify(message.text, severity="information" if ok else "warning", title=self.job_name)
+        self.job_ended(message.returncode)
+
+    # -- for subclasses ---------------------------------------------------------------------
+
+    def handle_event(self, event: ev.Event) -> None:
+        """Render one event of the running job."""
+
+    def job_started(self) -> None:
+        """The child is running."""
+
+    def job_ended(self, returncode: int | None) -> None:
+        """The child exited."""
+
+
+def form_value(text: str, kind: type, name: str) -> Any:
+    """A form field's value, or ValueError naming the field."""
+    try:
+        return kind(text.strip())
+    except ValueError:
+        raise ValueError(f"{name}: {text!r} is not a valid {kind.__name__}") from None

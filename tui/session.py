@@ -1,0 +1,126 @@
+"""What the screens share: the loaded agents (one base model, two adapters) and the sandbox.
+
+Loading is slow (seconds to a minute) and happens on worker threads; the screens only ever
+read `Session.agents` / `Session.sandbox` after the load finished. Both loaders are
+injectable so tests can use a scripted engine or a tiny model without touching the UI code.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from coopcode.models.catalog import DEFAULT_MODEL
+from coopcode.runtime import HELPER, MAIN, Agents, resolve_adapter_path
+
+Progress = Callable[[str], None]
+EngineFactory = Callable[[str | None, Progress], Any]  # (model spec, progress) -> Engine
+SandboxOpener = Callable[[str, Progress], Any]  # (backend, warn) -> an entered Sandbox
+
+
+@dataclass(frozen=True)
+class AgentsSpec:
+    """What the user chose on the Agents screen (None: the default model / no adapter)."""
+
+    model: str | None = None
+    helper_adapter: str | None = None
+    main_adapter: str | None = None
+    sandbox: str = "auto"
+
+    def with_(self, **changes: Any) -> AgentsSpec:
+        return replace(self, **changes)
+
+
+def default_engine_factory(model: str | None, progress: Progress) -> Any:
+    from coopcode.engines import load_engine
+
+    return load_engine(model, progress=progress)
+
+
+def default_sandbox_opener(backend: str, warn: Progress) -> Any:
+    from sandbox import open_sandbox
+
+    sb = open_sandbox(backend=backend, warn=warn)
+    return sb.__enter__()
+
+
+class Session:
+    """The agents and the sandbox of one TUI session (thread-safe loading)."""
+
+    def __init__(
+        self,
+        spec: AgentsSpec = AgentsSpec(),
+        *,
+        engine_factory: EngineFactory = default_engine_factory,
+        sandbox_opener: SandboxOpener = default_sandbox_opener,
+    ) -> None:
+        self.spec = spec
+        self.engine_factory, self.sandbox_opener = engine_factory, sandbox_opener
+        self.agents: Agents | None = None
+        self.sandbox: Any = None
+        self.sandbox_error: str = ""
+        self._engine_model: str | None = None  # the spec.model the current engine was built for
+        self._lock = threading.Lock()
+        self.sandbox_ready = threading.Event()
+
+    def load_agents(self, spec: AgentsSpec, progress: Progress) -> Agents:
+        """Load (or reuse) the base model and put the chosen adapters on it.
+
+        Changing only the adapters keeps the base in memory: one base, loaded once, shared by
+        both agents.
+        """
+        with self._lock:
+            engine = self.agents.engine if self.agents else None
+            wanted = spec.model or DEFAULT_MODEL
+            if engine is None or wanted != self._engine_model:
+                if engine is not None:
+                    progress("releasing the previous model")
+                    self.agents = None
+                    engine.close()
+                progress(f"loading {spec.model or 'the default model'}")
+                engine = self.engine_factory(spec.model, progress)
+                self._engine_model = wanted
+            agents = Agents(engine)
+            for role, given in ((HELPER, spec.helper_adapter), (MAIN, spec.main_adapter)):
+                path = resolve_adapter_path(given, role)
+                if path:
+                    progress(f"loading the {role} adapter {path}")
+                    engine.load_adapter(role, path)
+                    if role == HELPER:
+                        agents.helper_adapter = (role, path)
+                    else:
+                        agents.main_adapter = (role, path)
+            self.agents, self.spec = agents, spec
+            return agents
+
+    def open_sandbox(self, warn: Progress) -> Any:
+        """Open the sandbox once; later calls return the same one (or raise the same error)."""
+        try:
+            if self.sandbox is None and not self.sandbox_error:
+                self.sandbox = self.sandbox_opener(self.spec.sandbox, warn)
+        except Exception as e:  # noqa: BLE001 - any failure is shown to the user as one line
+            self.sandbox_error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        finally:
+            self.sandbox_ready.set()
+        if self.sandbox is None:
+            raise RuntimeError(self.sandbox_error or "no sandbox")
+        return self.sandbox
+
+    def wait_sandbox(self, timeout: float | None = None) -> Any:
+        """The sandbox, waiting for a load in progress; RuntimeError when it is unavailable."""
+        self.sandbox_ready.wait(timeout)
+        if self.sandbox is None:
+            raise RuntimeError(self.sandbox_error or "the sandbox is not open yet")
+        return self.sandbox
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            try:
+                self.sandbox.close()
+            finally:
+                self.sandbox = None
+        if self.agents is not None:
+            self.agents.engine.close()
+            self.agents = None

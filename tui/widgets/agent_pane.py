@@ -1,0 +1,81 @@
+"""One agent's live output: code streaming in token by token, with tokens and tokens/s."""
+
+from __future__ import annotations
+
+import time
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import TextArea
+
+
+class AgentPane(Vertical):
+    """A read-only code view that grows as deltas arrive.
+
+    Each delta from the engine is one decoding step (one token) of the real engine, so the
+    count of deltas is the token count shown. The title is refreshed on a timer rather than
+    per token: a title re-layout per token would cost more than the text itself.
+    """
+
+    def __init__(self, role: str, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="agent-pane")
+        self.role = role
+        self.text = ""
+        self.tokens = 0
+        self.started: float | None = None
+        self.finished: float | None = None
+        self.state = "idle"  # idle, streaming, done, cancelled
+        self.turn = 1
+
+    def compose(self) -> ComposeResult:
+        yield TextArea("", language="python", read_only=True, soft_wrap=True,
+                       show_line_numbers=False, id=f"{self.role}-code", classes="stream")
+
+    def on_mount(self) -> None:
+        self.set_interval(0.25, self._refresh_title)
+        self._refresh_title()
+
+    @property
+    def code_view(self) -> TextArea:
+        return self.query_one(TextArea)
+
+    def reset(self) -> None:
+        self.text, self.tokens, self.turn = "", 0, 1
+        self.started = self.finished = None
+        self.state = "idle"
+        self.code_view.load_text("")
+        self._refresh_title()
+
+    def append(self, delta: str, turn: int = 1) -> None:
+        if self.started is None:
+            self.started = time.monotonic()
+            self.state = "streaming"
+        if turn != self.turn:
+            # A revision turn starts: mark it in the stream so the two versions read apart.
+            self.turn = turn
+            delta = f"\n# ── turn {turn} ──\n" + delta
+        self.text += delta
+        self.tokens += 1
+        view = self.code_view
+        view.insert(delta, view.document.end, maintain_selection_offset=False)
+        view.scroll_end(animate=False)
+
+    def finish(self, state: str = "done") -> None:
+        self.finished = time.monotonic()
+        self.state = state if self.started is not None or state == "cancelled" else "idle"
+        self._refresh_title()
+
+    @property
+    def tokens_per_s(self) -> float:
+        if self.started is None:
+            return 0.0
+        end = self.finished if self.finished is not None else time.monotonic()
+        return self.tokens / max(end - self.started, 1e-3)
+
+    def _refresh_title(self) -> None:
+        if self.state == "idle":
+            self.border_title = f"{self.role}"
+            self.border_subtitle = ""
+            return
+        self.border_title = f"{self.role} · {self.state}"
+        self.border_subtitle = f"{self.tokens} tok · {self.tokens_per_s:.1f} tok/s"

@@ -1,0 +1,50 @@
+"""Live line charts drawn with plotext (6.x API), re-rendered to the widget's size.
+
+plotext keeps one global figure, so charts are built on the event loop thread only (in
+`render`), never from a worker.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+
+
+class PlotView(Widget):
+    """Named series of (x, y) points, drawn as lines with a legend."""
+
+    DEFAULT_CSS = """
+    PlotView { height: 1fr; min-height: 6; }
+    """
+
+    def __init__(self, title: str, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.title = title
+        self.series: dict[str, list[tuple[float, float]]] = {}
+
+    def add_point(self, name: str, x: float, y: float) -> None:
+        self.series.setdefault(name, []).append((float(x), float(y)))
+        self.refresh()
+
+    def clear(self) -> None:
+        self.series.clear()
+        self.refresh()
+
+    def render(self) -> Text:
+        width, height = self.size
+        if width < 12 or height < 5:
+            return Text("")
+        if not any(self.series.values()):
+            return Text(f"{self.title}\n\n(no data yet)", style="dim", justify="center")
+        import plotext as plt
+
+        fig = plt.figure
+        fig.clear()
+        fig.plot_size(width, height)
+        fig.theme("dark" if self.app.current_theme.dark else "default")
+        for name, points in self.series.items():
+            if points:
+                xs, ys = zip(*points)
+                fig.draw(fig.signal(list(xs), list(ys)).label(name).lines())
+        fig.title(self.title)
+        return Text.from_ansi(fig.build().string())

@@ -1,0 +1,66 @@
+"""What the sandbox said: the tests table and the verdict/reward/cooperation summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.markup import escape
+from textual.widgets import DataTable, Static
+
+from tui.cooperation import Cooperation
+
+STATUS_STYLE = {
+    "passed": "bold green",
+    "failed": "bold red",
+    "error": "bold magenta",
+    "timeout": "bold yellow",
+    "syntax_error": "bold red",
+    "no_tests": "yellow",
+    "sandbox_error": "bold red",
+}
+
+
+class TestsTable(DataTable[Any]):
+    """One row per test: number, result, the test source and the message."""
+
+    __test__ = False  # not a pytest class, despite the name
+
+    def on_mount(self) -> None:
+        self.cursor_type = "row"
+        self.zebra_stripes = True
+        self.add_columns("#", "result", "test", "message")
+
+    def show(self, verdict: dict[str, Any]) -> None:
+        self.clear()
+        for t in verdict.get("tests", []):
+            msg = f"{t['error_type']}: {t['message']}" if t.get("error_type") else t.get("message", "")
+            self.add_row(str(t["index"] + 1), Text(t["status"], style=STATUS_STYLE.get(t["status"], "")),
+                         " ".join(t["source"].split()), msg.strip().replace("\n", " "))
+
+
+class VerdictSummary(Static):
+    """Status and tests passed, the reward breakdown, and the cooperation pattern."""
+
+    def show_idle(self, text: str) -> None:
+        self.update(f"[dim]{escape(text)}[/]")
+
+    def show(self, verdict: dict[str, Any], reward: dict[str, float], coop: Cooperation,
+             scheme: str) -> None:
+        status = verdict.get("status", "?")
+        style = STATUS_STYLE.get(status, "bold")
+        parts = " + ".join(f"{k} {reward.get(k, 0.0):.1f}" for k in ("syntax", "runs", "tests")
+                           if k in reward)
+        lines = [
+            f"[{style}]{status.upper().replace('_', ' ')}[/] "
+            f"{verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)} tests",
+        ]
+        if verdict.get("detail"):
+            lines.append(f"[red]{escape(str(verdict['detail']))}[/]")
+        lines.append(f"[dim]reward[/] [b]{reward.get('total', 0.0):.2f}[/] = {parts}")
+        if scheme == "single":
+            lines.append("[dim]cooperation[/] single agent (no helper)")
+        else:
+            colour = "green" if coop.calls_helper else "yellow"
+            lines.append(f"[dim]cooperation[/] [{colour}]{escape(coop.summary)}[/]")
+        self.update("\n".join(lines))
