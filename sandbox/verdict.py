@@ -50,6 +50,8 @@ class TestRecord:
 
     __test__ = False  # not a pytest test class, despite the name
 
+    __test__ = False  # not a pytest test class, despite the name
+
     index: int
     source: str  # the test statement(s), e.g. "assert candidate([1, 2]) == 3"
     status: str  # one of TEST_STATUSES

@@ -1,0 +1,273 @@
+"""The trusted side of a job: evaluate the test code, calling the program through proxies.
+
+The judge is forked by the runner for each job. It executes the *tests* (trusted: they come
+from the dataset or the problem file) in its own namespace, with `candidate` and any
+program-defined names the tests use bound to proxies. A proxy call sends plain-data
+arguments to the program's process and gets back plain data (or an exception name and
+message), decoded into fresh builtin objects. So every `assert` is evaluated here, on
+builtin values: an `__eq__` that is always True, patched builtins or AssertionError, a
+redefined `check`, a fake marker on stdout or an exit code cannot make a test pass.
+
+Stdlib only; copied into the image.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import select
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from wire import (
+    FrameReader,
+    ProtocolError,
+    UnsupportedValue,
+    decode_value,
+    encode_value,
+    write_frame,
+)
+
+_MESSAGE_LIMIT = 1000
+
+
+class ChildGone(BaseException):
+    """The program's process died, quit or broke the protocol. A BaseException so that a
+    test's own `except Exception:` cannot swallow it."""
+
+
+class ProgramError(Exception):
+    """An exception raised by the program whose type has no builtin counterpart."""
+
+
+class Judge:
+    def __init__(self, req_w: int, rep_r: int, notice_r: int, report_w: int) -> None:
+        self._req = req_w
+        self._rep = rep_r
+        self._notice = notice_r
+        self._report = report_w
+        self._reader = FrameReader()
+        self.gone = ""  # why the program can no longer answer, once it cannot
+
+    # ------------------------------------------------------------ talking to the child
+
+    def _receive(self) -> dict[str, Any]:
+        while True:
+            for frame in self._reader.frames():
+                if not isinstance(frame, dict):
+                    raise ProtocolError("reply is not an object")
+                return frame
+            ready, _, _ = select.select([self._rep, self._notice], [], [])
+            if self._rep in ready:  # data the child sent before dying still counts
+                chunk = os.read(self._rep, 1 << 16)
+                if chunk:
+                    self._reader.feed(chunk)
+                    continue
+                ready = [self._notice]
+                select.select(ready, [], [], 2.0)  # EOF: give the runner time to say why
+            self._die(self._read_notice())
+
+    def _read_notice(self) -> str:
+        ready, _, _ = select.select([self._notice], [], [], 0)
+        if ready:
+            data = os.read(self._notice, 4096).decode("utf-8", "replace").strip()
+            if data:
+                return data
+        return "the program closed its reply channel"
+
+    def _die(self, why: str) -> Any:
+        self.gone = self.gone or why
+        raise ChildGone(self.gone)
+
+    def request(self, msg: Mapping[str, Any]) -> dict[str, Any]:
+        if self.gone:
+            raise ChildGone(self.gone)
+        try:
+            write_frame(self._req, msg)
+            return self._receive()
+        except (BrokenPipeError, ProtocolError, EOFError) as e:
+            if isinstance(e, ProtocolError):
+                return self._die(f"the program broke the protocol: {e}")
+            return self._die(self._read_notice())
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            payload = {"op": "call", "name": name, "args": encode_value(args),
+                       "kwargs": encode_value(kwargs)}
+        except UnsupportedValue as e:
+            raise UnsupportedValue(f"the tests passed a non-data argument to {name}: {e}") from None
+        reply = self.request(payload)
+        if "ok" in reply:
+            try:
+                return decode_value(reply["ok"])
+            except ProtocolError as e:
+                return self._die(f"the program broke the protocol: {e}")
+        if "raise" in reply:
+            raise program_exception(*_triple(reply["raise"]))
+        if "unsupported" in reply:
+            raise UnsupportedValue(f"{name} {_short(reply['unsupported'])}")
+        if "exit" in reply:
+            kind, msg, _ = _triple(reply["exit"])
+            return self._die(f"the program raised {kind}({msg}) and quit")
+        return self._die("the program broke the protocol: unknown reply")
+
+    # ------------------------------------------------------------ running the tests
+
+    def report(self, msg: Mapping[str, Any]) -> None:
+        write_frame(self._report, msg)
+
+    def run(self, job: Mapping[str, Any]) -> None:
+        names = list(job.get("names", ()))
+        try:
+            compiled = self.request({"op": "load", "program": job["program"], "names": names})
+            if compiled.get("op") == "setup_failed":  # our confinement failed, not the program
+                self.report({"op": "setup_failed", "error": _short(compiled.get("error"))})
+                return
+            if compiled.get("op") != "compiled":
+                self._die("the program broke the protocol before it ran")
+            self.report({"op": "compiled", "ok": compiled.get("ok") is True,
+                         "error": _error_field(compiled.get("error"))})
+            if compiled.get("ok") is not True:
+                return
+            try:
+                loaded = self._receive()
+            except ProtocolError as e:
+                self._die(f"the program broke the protocol: {e}")
+            if loaded.get("op") != "loaded":
+                self._die("the program broke the protocol while loading")
+        except ChildGone:
+            self.report({"op": "gone", "why": self.gone})
+            return
+        ok = loaded.get("ok") is True
+        self.report({"op": "loaded", "ok": ok, "error": _error_field(loaded.get("error"))})
+        if ok:
+            self._run_steps(job, loaded.get("names") or {})
+        self.report({"op": "done"})
+
+    def _bindings(self, job: Mapping[str, Any], found: Mapping[str, Any]) -> dict[str, Any]:
+        ns: dict[str, Any] = {"__name__": "__tests__", "__builtins__": builtins}
+        for name, desc in found.items():
+            if desc == "call":
+                ns[name] = Proxy(self, str(name))
+            elif isinstance(desc, dict) and "value" in desc:
+                try:
+                    ns[name] = decode_value(desc["value"])
+                except ProtocolError:
+                    pass
+        entry = job.get("entry_point")
+        if job.get("param"):
+            ns[job["param"]] = ns.get(entry, Missing(entry)) if entry else Missing(None)
+        return ns
+
+    def _run_steps(self, job: Mapping[str, Any], found: Mapping[str, Any]) -> None:
+        ns = self._bindings(job, found)
+        blocked = ""  # once set, the remaining cases cannot run and say why
+        index = 0
+        for step in job["steps"]:
+            source = step["source"]
+            if step["kind"] != "case":
+                if not blocked:
+                    blocked = self._setup(source, step.get("line", 0), ns)
+                continue
+            if blocked:
+                self._record(index, "error", f"not run: {blocked}", "NotRun", 0.0)
+            else:
+                self._case(index, source, ns)
+                if self.gone:
+                    blocked = f"the program died: {self.gone}"
+            index += 1
+
+    def _setup(self, source: str, line: int, ns: dict[str, Any]) -> str:
+        try:
+            exec(compile(source, "<tests>", "exec"), ns)
+        except ChildGone:
+            return f"the program died: {self.gone}"
+        except BaseException as e:
+            kind, msg = exception_name(e), _short(e)
+            return f"test setup at line {line} raised {kind}: {msg}"
+        return ""
+
+    def _case(self, index: int, source: str, ns: dict[str, Any]) -> None:
+        start = time.perf_counter()
+        gone_before = self.gone
+        status, message, kind = "passed", "", ""
+        try:
+            exec(compile(source, "<tests>", "exec"), ns)
+        except ChildGone:
+            status, message, kind = "error", self.gone, "ProgramDied"
+        except AssertionError as e:
+            status, message = "failed", _short(e) or "assertion failed"
+        except BaseException as e:
+            status, message, kind = "error", _short(e), exception_name(e)
+        if self.gone != gone_before and status != "error":  # died, and the test hid it
+            status, message, kind = "error", self.gone, "ProgramDied"
+        self._record(index, status, message, kind, time.perf_counter() - start)
+
+    def _record(self, index: int, status: str, message: str, kind: str, took: float) -> None:
+        self.report({"op": "record", "index": index, "status": status, "message": message,
+                     "error_type": kind, "duration": round(took, 6)})
+
+
+class Proxy:
+    """Stands in for a program-defined callable inside the tests."""
+
+    def __init__(self, judge: Judge, name: str) -> None:
+        self._judge = judge
+        self.__name__ = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._judge.call(self.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<program function {self.__name__}>"
+
+
+class Missing:
+    """`candidate` when the program does not define the entry point."""
+
+    def __init__(self, name: str | None) -> None:
+        self._name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._name is None:
+            raise NameError("no entry point was given for the tests' candidate")
+        raise NameError(f"the program does not define {self._name!r}")
+
+
+def program_exception(kind: str, message: str, line: Any = None) -> Exception:
+    """Re-create the program's exception as the builtin of that name (so a test expecting
+    ValueError still works), else a ProgramError carrying the name."""
+    cls = getattr(builtins, kind, None)
+    exc: Exception
+    try:
+        if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            raise TypeError
+        exc = cls(message)
+    except Exception:
+        exc = ProgramError(f"{kind}: {message}")
+    exc.coopcode_type = kind  # type: ignore[attr-defined]
+    return exc
+
+
+def exception_name(e: BaseException) -> str:
+    return str(getattr(e, "coopcode_type", "") or type(e).__name__)
+
+
+def _triple(x: Any) -> tuple[str, str, Any]:
+    if isinstance(x, list) and len(x) == 3:
+        return _short(x[0]), _short(x[1]), x[2] if type(x[2]) is int else None
+    return "Exception", "unreadable exception", None
+
+
+def _error_field(x: Any) -> list[Any] | None:
+    return list(_triple(x)) if x is not None else None
+
+
+def _short(x: object) -> str:
+    s = str(x) if not isinstance(x, str) else x
+    return s if len(s) <= _MESSAGE_LIMIT else s[:_MESSAGE_LIMIT] + "..."
+
+
+def judge_main(fds: Sequence[int], job: Mapping[str, Any]) -> None:
+    Judge(*fds).run(job)
