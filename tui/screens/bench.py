@@ -109,7 +109,8 @@ class BenchScreen(JobScreen):
         with Horizontal(id="bench-body"):
             with Vertical(id="bench-form", classes="form"):
                 for fid, label, default in (("ks", "k", "1,3,5"), ("n", "n", "5"),
-                                            ("temperature", "temp", "0.8"), ("limit", "limit", "10")):
+                                            ("temperature", "temp", "0.8"), ("limit", "limit", "10"),
+                                            ("max-new-tokens", "max tokens", "512")):
                     with Horizontal(classes="field"):
                         yield Label(label, classes="field-label")
                         yield Input(default, compact=True, id=fid)
@@ -185,6 +186,7 @@ class BenchScreen(JobScreen):
         temperature = form_value(self.query_one("#temperature", Input).value, float, "temp")
         limit_text = self.query_one("#limit", Input).value.strip()
         limit = form_value(limit_text, int, "limit") if limit_text else None
+        max_tokens = form_value(self.query_one("#max-new-tokens", Input).value, int, "max tokens")
         schemes = list(self.query_one("#schemes", SelectionList).selected)
         if not ks or max(ks) > n:
             raise ValueError(f"k: every k must be at most n={n}")
@@ -198,6 +200,7 @@ class BenchScreen(JobScreen):
                 "--temperature", str(temperature),
                 "--problems", str(self.query_one("#split", Select).value),
                 "--scheme", ",".join(schemes), "--out", f"runs/{out}",
+                "--max-new-tokens", str(max_tokens),
                 "--sandbox", session.spec.sandbox]
         if limit:
             args += ["--limit", str(limit)]

@@ -136,6 +136,7 @@ class CollaborateScreen(Screen[None]):
         listing = self.query_one("#problems", OptionList)
         listing.clear_options()
         listing.add_options(options)
+        listing.highlighted = 0 if options else None
 
     @on(Input.Changed, "#search")
     def _search(self, event: Input.Changed) -> None:

@@ -1,0 +1,70 @@
+"""Bench screen: a short real bench of the tiny model as a child process; stop; earlier runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.tui.conftest import wait_until
+from tui.session import AgentsSpec
+
+
+def set_form(screen, **values: str) -> None:
+    for fid, value in values.items():
+        screen.query_one(f"#{fid}").value = value
+
+
+async def test_short_bench_fills_the_table_then_compares_runs(make_app, tiny_model_dir: Path,
+                                                               workdir: Path):
+    # An earlier run to compare with, as `coopcode bench --out runs/earlier` leaves it.
+    (workdir / "runs" / "earlier").mkdir(parents=True)
+    (workdir / "runs" / "earlier" / "summary.json").write_text(json.dumps(
+        {"ks": [1], "rows": [{"method": "sequential", "pass@1": 0.5, "acc@1": 0.75, "problems": 4}]}))
+    app = make_app(spec=AgentsSpec(model=str(tiny_model_dir), sandbox="process"), mode="bench",
+                   autoload=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        set_form(screen, ks="1", n="2", limit="1", **{"max-new-tokens": "16", "out-name": "tiny"})
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: screen.job is not None)
+        bar = screen.query_one("#bench-progress")
+        table = screen.query_one("#live-table")
+        await wait_until(pilot, lambda: not screen.busy, timeout=240, what="bench finished")
+        assert screen.job.returncode == 0, screen.job.stderr_tail()
+        assert bar.total == 2 and bar.progress == 2
+        assert table.row_count == 1
+        row = [str(c) for c in table.get_row_at(0)]
+        assert row[0] == "sequential" and row[1].endswith("%") and row[-1] == "1"
+        assert "done" in str(screen.query_one("#bench-rate").render())
+        assert (workdir / "runs" / "tiny" / "summary.json").exists()
+        # Both runs are listed; choosing them puts their rows side by side.
+        runs = screen.query_one("#runs")
+        await wait_until(pilot, lambda: runs.option_count == 2)
+        runs.select_all()
+        compare = screen.query_one("#compare")
+        await wait_until(pilot, lambda: compare.row_count == 2)
+        labels = sorted(str(compare.get_row_at(i)[0]) for i in range(2))
+        assert labels == ["earlier: sequential", "tiny: sequential"]
+        assert "50.0%" in [str(c) for c in compare.get_row_at(
+            [str(compare.get_row_at(i)[0]) for i in range(2)].index("earlier: sequential"))]
+
+
+async def test_stop_ends_the_child_and_the_ui_stays_usable(make_app, tiny_model_dir: Path):
+    app = make_app(spec=AgentsSpec(model=str(tiny_model_dir), sandbox="process"), mode="bench",
+                   autoload=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        set_form(screen, ks="1", n="2", limit="20", **{"max-new-tokens": "64", "out-name": "long"})
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: screen.busy)
+        await wait_until(pilot, lambda: screen.query_one("#bench-progress").total is not None,
+                         timeout=120, what="the child started")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "ConfirmDialog")
+        await pilot.press("y")
+        def log() -> str:
+            return "\n".join(str(line.text) for line in screen.query_one("#log").lines)
+
+        await wait_until(pilot, lambda: "bench stopped" in log(), timeout=60, what="stopped")
+        assert screen.job.returncode != 0 and not screen.busy
+        assert not screen.query_one("#start").disabled
