@@ -20,7 +20,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 import confine
-from wire import FrameReader, UnsupportedValue, decode_value, encode_value, read_frame, write_frame
+from wire import (
+    FrameReader,
+    UnsupportedValue,
+    decode_value,
+    encode_value,
+    pack_frame,
+    read_frame,
+    write_all,
+    write_frame,
+)
 
 # Fixed descriptor layout of the child: 0 /dev/null, 1/2 capture pipes, 3 requests, 4 replies.
 REQ_FD = 3
@@ -131,21 +140,21 @@ def _serve() -> None:
             return
         if msg.get("op") != "call":
             return
-        write_frame(REP_FD, _call(namespace, msg))
+        write_all(REP_FD, _call(namespace, msg))
         _flush()
 
 
-def _call(namespace: Mapping[str, Any], msg: Mapping[str, Any]) -> dict[str, Any]:
+def _call(namespace: Mapping[str, Any], msg: Mapping[str, Any]) -> bytes:
     fn: Callable[..., Any] = namespace.get(msg["name"], _undefined(msg["name"]))
     try:
         args = decode_value(msg["args"])
         kwargs = decode_value(msg["kwargs"])
         result = fn(*args, **kwargs)
-        return {"ok": encode_value(result)}
+        return pack_frame({"ok": encode_value(result)})  # too big -> UnsupportedValue
     except UnsupportedValue as e:
-        return {"unsupported": _text(e)}
+        return pack_frame({"unsupported": _text(e)})
     except Exception as e:
-        return {"raise": _describe(e)}
+        return pack_frame({"raise": _describe(e)})
     except BaseException as e:  # SystemExit, KeyboardInterrupt, ...: the program quits
         try:
             write_frame(REP_FD, {"exit": _describe(e)})

@@ -53,18 +53,26 @@ def _owner_alive(owner: str) -> bool:
     return pid.isdigit() and _start_time(int(pid)) == start
 
 
+def sandbox_containers(dc: Any, owner: str | None = None) -> list[dict[str, Any]]:
+    """Summaries ({"Id", "Names", "Labels", "State", ...}) of sandbox containers, optionally of
+    one owner. The low-level list: it does not inspect each container, so it does not trip
+    over ones that are being removed meanwhile."""
+    label = f"{OWNER_LABEL}={owner}" if owner else LABEL
+    return list(dc.api.containers(all=True, filters={"label": label}))
+
+
 def remove_stale(dc: Any) -> int:
     """Remove sandbox containers whose owning process is gone. Returns how many."""
     removed = 0
-    for c in dc.containers.list(all=True, filters={"label": LABEL}):
-        if not _owner_alive(c.labels.get(OWNER_LABEL, "")):
-            _remove(dc, c.id)
+    for c in sandbox_containers(dc):
+        if not _owner_alive((c.get("Labels") or {}).get(OWNER_LABEL, "")):
+            _remove(dc, c["Id"])
             removed += 1
     return removed
 
 
-def our_containers(dc: Any) -> list[Any]:
-    return list(dc.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner_id()}"}))
+def our_containers(dc: Any) -> list[dict[str, Any]]:
+    return sandbox_containers(dc, owner_id())
 
 
 def _remove(dc: Any, container_id: str) -> None:

@@ -80,6 +80,7 @@ class Outcome:
     setup_failed: str = ""
     timed_out: str = ""
     child_status: int | None = None
+    killed_at_end: bool = False  # the program was alive when the job ended: we killed it
     judge_crashed: bool = False
     cpu: float = 0.0
     wall: float = 0.0
@@ -88,7 +89,11 @@ class Outcome:
 
     def verdict(self) -> dict[str, Any]:
         cases = [s for s in self.steps if s["kind"] == "case"]
-        exit_desc = describe_status(self.child_status) if self.child_status is not None else ""
+        # How the program's process ended, when it ended on its own before the tests were
+        # over (at the end of a job we kill it, which says nothing about the program).
+        exit_desc = ""
+        if self.child_status is not None and not self.killed_at_end:
+            exit_desc = describe_status(self.child_status)
         status, detail, syntax_ok, runnable = "failed", "", False, False
         fill = ("error", "not run")
         if self.timed_out:
@@ -341,6 +346,8 @@ class Supervisor:
 
     def _finish(self, child: int, judge: int, out_r: int, err_r: int) -> None:
         """Kill the program and the judge, wait for both, drain the last output."""
+        if self.out.child_status is None:
+            self.out.killed_at_end = True
         self.host.kill_child(child)
         try:
             os.kill(judge, signal.SIGKILL)
