@@ -38,6 +38,7 @@ from tui.widgets.agent_pane import AgentPane
 from tui.widgets.nav import NavBar
 from tui.widgets.results import TestsTable, VerdictSummary
 
+FLUSH_EVERY = 1 / 10  # s; tokens are drawn in batches at most this often (see _flush_deltas)
 MAX_NEW_TOKENS = 512  # per agent turn, as `coopcode solve`
 TEST_TIMEOUT = 5.0  # CPU seconds per program run, as `coopcode solve`
 
@@ -73,6 +74,8 @@ class CollaborateScreen(Screen[None]):
         self.cancel_event = threading.Event()
         self.attempt: ev.AttemptReady | None = None  # the latest generated attempt
         self.run_problem: Problem | None = None  # the problem the latest attempt solved
+        self._deltas: list[tuple[int, ev.TokenDelta]] = []  # (run id, delta) not yet drawn
+        self._deltas_lock = threading.Lock()
 
     def compose(self) -> ComposeResult:
         yield NavBar("collaborate")
@@ -108,6 +111,7 @@ class CollaborateScreen(Screen[None]):
         self.query_one("#prompt", TextArea).border_title = "prompt · type or paste, or pick one"
         self.query_one("#program", TextArea).border_title = "combined program · editable"
         self.query_one("#summary", VerdictSummary).show_idle("Ctrl+R runs the agents")
+        self.set_interval(FLUSH_EVERY, self._flush_deltas)
         self._load_problems()
 
     # -- problems ---------------------------------------------------------------------------
@@ -319,8 +323,12 @@ class CollaborateScreen(Screen[None]):
             emit(ev.Started(job="solve", total=1, meta={"task_id": problem.task_id, "scheme": scheme}))
 
             def on_delta(role: str, sample: int, turn: int, text: str) -> None:
-                emit(ev.TokenDelta(task_id=problem.task_id, agent=role, sample=sample, turn=turn,
-                                   text=text))
+                # Buffered, not posted: a message per token would keep the event loop busy
+                # redrawing and make keys lag while a fast model streams.
+                delta = ev.TokenDelta(task_id=problem.task_id, agent=role, sample=sample,
+                                      turn=turn, text=text)
+                with self._deltas_lock:
+                    self._deltas.append((run_id, delta))
 
             attempt = collab.run(problem, [0], on_delta=on_delta, cancel=cancel)[0]
             if cancel.is_set():
@@ -366,14 +374,29 @@ class CollaborateScreen(Screen[None]):
 
     # -- rendering events -----------------------------------------------------------------
 
+    def _flush_deltas(self) -> None:
+        """Draw the buffered token deltas: consecutive ones of an agent in one insert."""
+        with self._deltas_lock:
+            batch, self._deltas = self._deltas, []
+        merged: list[tuple[str, int, str, int]] = []  # (agent, turn, text, tokens)
+        for run_id, d in batch:
+            if run_id != self.run_id:
+                continue
+            if merged and merged[-1][:2] == (d.agent, d.turn):
+                agent, turn, text, n = merged[-1]
+                merged[-1] = (agent, turn, text + d.text, n + 1)
+            else:
+                merged.append((d.agent, d.turn, d.text, 1))
+        for agent, turn, text, n in merged:
+            pane = "#helper-pane" if agent == "helper" else "#main-pane"
+            self.query_one(pane, AgentPane).append(text, turn, tokens=n)
+
     def on_coop_event(self, message: CoopEvent) -> None:
         if message.run_id != self.run_id:
             return  # a straggler from a run that was cancelled or replaced
+        self._flush_deltas()  # every token drawn before what follows the generation
         e = message.event
-        if isinstance(e, ev.TokenDelta):
-            pane = "#helper-pane" if e.agent == "helper" else "#main-pane"
-            self.query_one(pane, AgentPane).append(e.text, e.turn)
-        elif isinstance(e, ev.AttemptReady):
+        if isinstance(e, ev.AttemptReady):
             self.generating = False
             self.testing = True
             self.attempt = e
@@ -399,6 +422,7 @@ class CollaborateScreen(Screen[None]):
     def on_cancelled(self, message: Cancelled) -> None:
         if message.run_id != self.run_id:
             return
+        self._flush_deltas()
         self.generating = False
         for pane in self.query(AgentPane):
             pane.finish("cancelled")

@@ -32,7 +32,7 @@ class AgentPane(Vertical):
                        show_line_numbers=False, id=f"{self.role}-code", classes="stream")
 
     def on_mount(self) -> None:
-        self.set_interval(0.25, self._refresh_title)
+        self.set_interval(0.5, self._refresh_title)
         self._refresh_title()
 
     @property
@@ -46,7 +46,8 @@ class AgentPane(Vertical):
         self.code_view.load_text("")
         self._refresh_title()
 
-    def append(self, delta: str, turn: int = 1) -> None:
+    def append(self, delta: str, turn: int = 1, tokens: int = 1) -> None:
+        """Add text that came as `tokens` deltas (the screen batches them per frame)."""
         if self.started is None:
             self.started = time.monotonic()
             self.state = "streaming"
@@ -55,7 +56,7 @@ class AgentPane(Vertical):
             self.turn = turn
             delta = f"\n# ── turn {turn} ──\n" + delta
         self.text += delta
-        self.tokens += 1
+        self.tokens += tokens
         view = self.code_view
         view.insert(delta, view.document.end, maintain_selection_offset=False)
         view.scroll_end(animate=False)

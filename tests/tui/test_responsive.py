@@ -1,0 +1,104 @@
+"""The UI stays responsive while a model generates, loads, and while a bench child runs.
+
+Two measures: keys pressed during the job take effect promptly, and a 20 ms timer on the
+event loop never stalls (a blocking call on the loop would show up as a long gap).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.tui.conftest import wait_until
+from tui.session import AgentsSpec, default_engine_factory
+from tui.widgets.agent_pane import AgentPane
+
+# A tick every 20 ms is asked for. Blocking work on the loop (loading a model, running a
+# program) would stall it for seconds; the bounds leave slack for a 2-core machine that other
+# test suites load at the same time (load averages above 10 were seen here).
+MAX_GAP = 1.0  # s
+MAX_KEY = 1.5  # s from key press to its visible effect
+# Loading a model in-process first imports torch: its C extension initialises while holding
+# the GIL (~1 s here), which no worker thread can avoid. A load on the loop itself would
+# stall it for the whole load (5 s and more), which this bound still catches.
+MAX_GAP_LOADING = 2.5
+
+
+class LoopWatch:
+    """Records the longest gap between ticks of a 20 ms interval timer on the app's loop."""
+
+    def __init__(self, app: Any) -> None:
+        self.last = time.monotonic()
+        self.worst = 0.0
+        app.set_interval(0.02, self.tick)
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        self.worst = max(self.worst, now - self.last)
+        self.last = now
+
+
+async def press_and_time(pilot: Any, key: str, effect: Any) -> float:
+    """Seconds from a key reaching the app to its effect.
+
+    The key goes straight to the driver: `pilot.press` would also wait for the whole process
+    to go idle (up to 2 s), which it never does while a model generates on another thread.
+    """
+    from textual import events
+
+    app = pilot.app
+    started = time.monotonic()
+    key_event = events.Key(key, None)
+    key_event.set_sender(app)
+    app._driver.send_message(key_event)
+    await wait_until(pilot, effect, timeout=10, what=f"effect of {key}")
+    return time.monotonic() - started
+
+
+async def test_keys_work_while_the_real_engine_generates(make_app, tiny_engine: Any):
+    app = make_app(tiny_engine, problem="HumanEval/0")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: app.agents_state == "ready" and screen.problem)
+        await pilot.press("f2", "f3")  # build the screens first: measure the job, not compose
+        watch = LoopWatch(app)
+        await pilot.press("ctrl+r")
+        helper = screen.query_one("#helper-pane", AgentPane)
+        await wait_until(pilot, lambda: helper.tokens > 3, timeout=60, what="tokens streaming")
+        delays = []
+        for _ in range(3):
+            delays.append(await press_and_time(pilot, "f2", lambda: app.current_mode == "agents"))
+            delays.append(await press_and_time(pilot, "f3", lambda: app.current_mode == "collaborate"))
+        assert screen.generating, "the keys were pressed while the agents were still writing"
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not screen.generating, timeout=30)
+        print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s")
+        assert max(delays) < MAX_KEY, delays
+        assert watch.worst < MAX_GAP, f"event loop stalled {watch.worst:.2f}s"
+
+
+async def test_keys_work_while_a_model_loads_and_a_bench_runs(make_app, tiny_model_dir: Path):
+    app = make_app(spec=AgentsSpec(model=str(tiny_model_dir), sandbox="process"),
+                   engine_factory=default_engine_factory, mode="bench")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f3", "f5")
+        watch = LoopWatch(app)
+        screen = app.screen
+        for fid, value in {"ks": "1", "n": "2", "limit": "2", "max-new-tokens": "16",
+                           "out-name": "r"}.items():
+            screen.query_one(f"#{fid}").value = value
+        await pilot.press("ctrl+r")
+        await wait_until(pilot, lambda: screen.busy)
+        delays = []
+        for _ in range(3):
+            delays.append(await press_and_time(pilot, "f3", lambda: app.current_mode == "collaborate"))
+            delays.append(await press_and_time(pilot, "f5", lambda: app.current_mode == "bench"))
+            delays.append(await press_and_time(pilot, "ctrl+t", lambda d=app.current_theme.dark:
+                                               app.current_theme.dark != d))
+        assert screen.busy, "the keys were pressed while the bench was running"
+        await wait_until(pilot, lambda: not screen.busy, timeout=240)
+        await wait_until(pilot, lambda: app.agents_state == "ready", timeout=60)
+        print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s")
+        assert max(delays) < MAX_GAP_LOADING, delays
+        assert watch.worst < MAX_GAP_LOADING, f"event loop stalled {watch.worst:.2f}s"
