@@ -146,8 +146,13 @@ class Collaboration:
 
     # -- prompts ----------------------------------------------------------------------------
 
-    def _chat(self, user: str, history: list[dict[str, str]] | None = None) -> prompts.Prompt:
-        return prompts.chat(self.engine.render_chat, user, history)
+    def _chat(self, problem: Problem, role: str, user: str,
+              history: list[dict[str, str]] | None = None) -> prompts.Prompt:
+        if role == "helper":
+            return prompts.chat(self.engine.render_chat, user, history,
+                                prefill=prompts.helper_prefill(problem), stop=prompts.helper_stop(problem))
+        return prompts.chat(self.engine.render_chat, user, history,
+                            prefill=prompts.entry_signature(problem))
 
     def _first_prompts(self, problem: Problem, role: str, helper_code: str | None) -> prompts.Prompt:
         if not self.engine.instruct:
@@ -155,11 +160,11 @@ class Collaboration:
                 return prompts.completion_helper(problem)
             return prompts.completion_main(problem, helper_code)
         if role == "helper":
-            return self._chat(prompts.helper_message(problem))
+            return self._chat(problem, role, prompts.helper_message(problem))
         if role == "single":
-            return self._chat(prompts.single_message(problem))
+            return self._chat(problem, role, prompts.single_message(problem))
         knows = self.scheme in ("parallel", "discussion")
-        return self._chat(prompts.main_message(problem, helper_code, knows_helper=knows))
+        return self._chat(problem, role, prompts.main_message(problem, helper_code, knows_helper=knows))
 
     def _revision_prompt(
         self, problem: Problem, role: str, first: prompts.Prompt, own: str, peer: str | None,
@@ -170,7 +175,7 @@ class Collaboration:
         history = list(first.messages[1:]) + [
             {"role": "assistant", "content": f"```python\n{own.rstrip()}\n```"}
         ]
-        return self._chat(prompts.revision_message(role, own, feedback, peer), history)
+        return self._chat(problem, role, prompts.revision_message(role, own, feedback, peer), history)
 
     # -- generation -------------------------------------------------------------------------
 

@@ -17,7 +17,9 @@ from coopcode.problems import Problem
 
 SYSTEM = "You are an expert Python programmer. You write correct, simple, efficient code."
 CODE_FENCE = "```python\n"
-CHAT_STOP = ("```",)
+# The closing fence ends the answer; top-level prints, asserts and demo blocks after the code
+# are never part of it (indented ones inside functions do not match these).
+CHAT_STOP = ("```", "\nprint(", "\nassert ", "\nif __name__", "\n# Test", "\n# Example")
 # Base-model completions end where the next top-level statement starts (HumanEval's stops).
 COMPLETION_STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ", "\n```")
 HELPER_NAME = "aux"
@@ -48,8 +50,7 @@ RULES = (
 def single_message(problem: Problem) -> str:
     return (
         f"Complete the function `{problem.entry_point}`:\n\n{_problem_block(problem)}\n\n"
-        f"Write the whole function `{problem.entry_point}` (signature and body), with any "
-        f"imports it needs. {RULES}"
+        f"Write the function `{problem.entry_point}`. {RULES}"
     )
 
 
@@ -81,8 +82,7 @@ def main_message(problem: Problem, helper_code: str | None, *, knows_helper: boo
     else:
         team = ""
     return (
-        head + team + f"Write the whole function `{problem.entry_point}` (signature and body), "
-        f"with any imports it needs. {RULES}"
+        head + team + f"Write the function `{problem.entry_point}`. {RULES}"
     )
 
 
@@ -104,15 +104,45 @@ def revision_message(role: str, previous_code: str, feedback: str, peer_code: st
     )
 
 
-def render_chat(render: object, messages: list[dict[str, str]]) -> Prompt:
-    """Render messages with `render(messages) -> str` and pre-fill the code fence."""
-    text = render(messages) + CODE_FENCE  # type: ignore[operator]
-    return Prompt(text=text, stop=CHAT_STOP, messages=tuple(messages))
+def entry_signature(problem: Problem) -> str:
+    """The `def ...:` header of the entry point as the prompt writes it (may span lines)."""
+    import ast
+
+    try:
+        module = ast.parse(problem.prompt)
+    except SyntaxError:
+        return ""
+    lines = problem.prompt.splitlines()
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == problem.entry_point:
+            end = node.body[0].lineno - 1 if node.body else node.lineno
+            return "\n".join(lines[node.lineno - 1: end]).rstrip() + "\n"
+    return ""
 
 
-def chat(render: object, user: str, history: list[dict[str, str]] | None = None) -> Prompt:
+def helper_prefill(problem: Problem) -> str:
+    """The helper's answer starts as `def aux(`: small models otherwise tend to write the
+    entry point themselves, which leaves nothing to cooperate on."""
+    return f"def {HELPER_NAME}("
+
+
+def helper_stop(problem: Problem) -> tuple[str, ...]:
+    return (*CHAT_STOP, f"\ndef {problem.entry_point}(")
+
+
+def chat(
+    render: object,
+    user: str,
+    history: list[dict[str, str]] | None = None,
+    *,
+    prefill: str = "",
+    stop: tuple[str, ...] = CHAT_STOP,
+) -> Prompt:
+    """Messages rendered with `render(messages) -> str`; the answer is pre-filled with a code
+    fence (and `prefill`, e.g. the function's signature), so the model writes code at once."""
     messages = [{"role": "system", "content": SYSTEM}, *(history or []), {"role": "user", "content": user}]
-    return render_chat(render, messages)
+    text = render(messages) + CODE_FENCE + prefill  # type: ignore[operator]
+    return Prompt(text=text, stop=stop, prefix=prefill, messages=tuple(messages))
 
 
 # -- base (completion) models ----------------------------------------------------------------

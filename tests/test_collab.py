@@ -18,11 +18,18 @@ MAIN_CODE = ("def below_zero(operations: List[int]) -> bool:\n"
              "    return any(b < 0 for b in aux(operations))\n")
 
 
+def _continue(prompt: str, full: str) -> str:
+    """What a model writes after the pre-filled part of its answer (fence + prefill)."""
+    prefill = prompt.rsplit("```python\n", 1)[-1]
+    assert full.startswith(prefill), (prefill, full)
+    return full[len(prefill):]
+
+
 def script(prompt: str, adapter: str | None, index: int) -> str:
     """Answers like a chat model whose answer starts inside a pre-filled fence."""
     if "You are the helper" in prompt or "Revise your helper" in prompt:
-        return HELPER_CODE + "```\nThis helper computes running sums."
-    return MAIN_CODE + f"\nprint(below_zero([1, -2]))  # sample {index}\n```"
+        return _continue(prompt, HELPER_CODE + "```\nThis helper computes running sums.")
+    return _continue(prompt, MAIN_CODE + f"\nprint(below_zero([1, -2]))  # sample {index}\n```")
 
 
 def run(scheme: str, n: int = 2, **kw: object) -> tuple[ScriptedEngine, list]:
@@ -100,8 +107,10 @@ def test_streamed_deltas_are_labelled_by_role_and_sample() -> None:
 
     Collaboration(engine).run(PROBLEM, [0, 1], on_delta=on_delta)
     assert set(got) == {("helper", 0), ("helper", 1), ("main", 0), ("main", 1)}
-    # The stop string (closing fence) cuts generation: nothing after it is streamed.
-    assert got[("helper", 0)] == HELPER_CODE
+    # Only what the model writes after the pre-filled `def aux(` is streamed, and the stop
+    # string (the closing fence) cuts generation: nothing after it is streamed.
+    assert "def aux(" + got[("helper", 0)] == HELPER_CODE
+    assert "print" not in got[("main", 0)]
 
 
 def test_base_models_get_completion_prompts() -> None:
