@@ -45,9 +45,17 @@ def _answer(prompt: str) -> str:
     helper_turn = "You are the helper" in prompt or "Revise your helper" in prompt
     helper, main = KNOWN.get(name, (
         'def aux(x):\n    """Return x unchanged."""\n    return x\n',
-        f"def {name}(*args):\n    return aux(args[0]) if args else None\n",
+        f"def {name}(*args):\n    raise NotImplementedError  # the demo agents know a few problems\n",
     ))
     code = helper if helper_turn else main
+    # The chat prompt may pre-fill the start of the code (`def aux(`, the signature): the
+    # answer continues from there, as a model's would.
+    fence = "```python\n"
+    prefill = prompt.rsplit(fence, 1)[1] if fence in prompt[-600:] else ""
+    if prefill and code.startswith(prefill):
+        code = code[len(prefill):]
+    elif prefill.startswith("def "):
+        code = "    raise NotImplementedError  # the demo agents know a few problems\n"
     # The chat prompt pre-fills "```python\n"; the closing fence is the stop string, and the
     # prose after it must never reach the program.
     return code + "```\nThis code is correct.\n"

@@ -26,14 +26,17 @@ async def test_streams_token_by_token_then_runs_the_tests(make_app):
         helper = screen.query_one("#helper-pane", AgentPane)
         main = screen.query_one("#main-pane", AgentPane)
         await wait_until(pilot, lambda: screen.query_one("#tabs").active == "tab-agents")
-        # The helper writes first (sequential scheme); each chunk shows up alone, in order.
+        # The helper writes first (sequential scheme); each chunk shows up alone, in order,
+        # after the code the prompt pre-filled (`def aux(`, the signature).
         for pane, text in ((helper, HELPER), (main, MAIN)):
+            assert text.startswith(pane.prefix) and pane.prefix.startswith("def ")
             sent = ""
-            for piece in chunks(text):
+            for piece in chunks(text[len(pane.prefix):]):
                 engine.gate.release()
                 sent += piece
-                await wait_until(pilot, lambda p=pane, s=sent: p.text == s, what=repr(sent[-12:]))
-                assert pane.code_view.text == sent
+                await wait_until(pilot, lambda p=pane, s=sent: p.text == p.prefix + s,
+                                 what=repr(sent[-12:]))
+                assert pane.code_view.text == pane.prefix + sent
                 assert pane.tokens == len(chunks(sent))
         assert helper.state == "streaming" or helper.state == "done"
         # The closing fence is the stop string: nothing after it reaches the pane.
@@ -62,11 +65,11 @@ async def test_escape_cancels_a_generation_cleanly(make_app):
         helper = screen.query_one("#helper-pane", AgentPane)
         for _ in range(3):
             engine.gate.release()
-        await wait_until(pilot, lambda: len(helper.text) == 12)
+        await wait_until(pilot, lambda: len(helper.text) == len(helper.prefix) + 12)
         await pilot.press("escape")
         await wait_until(pilot, lambda: not screen.generating, what="cancelled")
         assert helper.state == "cancelled"
-        assert helper.text == HELPER[:12]  # nothing streamed after the cancel
+        assert helper.text == HELPER[:len(helper.prefix) + 12]  # nothing after the cancel
         assert screen.query_one("#program").text == ""
         assert screen.query_one("#tests", TestsTable).row_count == 0
         # The app is ready for the next run, which completes normally.
@@ -121,7 +124,8 @@ async def test_search_open_a_file_and_paste_a_prompt(make_app, workdir: Path):
         # A typed prompt (Ctrl+N) is parsed when run: its docstring examples are the tests.
         await pilot.press("ctrl+n")
         screen.query_one("#prompt").load_text(
-            'def below_zero(operations: list) -> bool:\n    """True if the balance dips.\n'
+            'from typing import List\n\n\n'
+            'def below_zero(operations: List[int]) -> bool:\n    """True if the balance dips.\n'
             '    >>> below_zero([1, -2])\n    True\n    """\n')
         await wait_until(pilot, lambda: app.agents_state == "ready")
         await pilot.press("ctrl+r")

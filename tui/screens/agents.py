@@ -57,7 +57,7 @@ class AgentsScreen(Screen[None]):
             with Vertical(id="agents-status"):
                 yield Label("", id="agents-state")
                 yield ProgressBar(total=None, show_eta=False, id="load-progress")
-                yield RichLog(id="load-log", wrap=True, markup=False)
+                yield RichLog(id="load-log", wrap=True, markup=False, min_width=20)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:

@@ -136,7 +136,7 @@ class BenchScreen(JobScreen):
                         yield ProgressBar(total=100, show_eta=False, id="bench-progress")
                         yield Label("idle", id="bench-rate")
                     yield DataTable(id="live-table", zebra_stripes=True)
-                    yield RichLog(id="log", wrap=True, markup=False)
+                    yield RichLog(id="log", wrap=True, markup=False, min_width=20)
                 with TabPane("Runs", id="tab-runs"):
                     with Horizontal():
                         yield SelectionList[str](id="runs")

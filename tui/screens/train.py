@@ -85,7 +85,7 @@ class TrainScreen(JobScreen):
                     yield PlotView("mean reward · pass rate", id="reward-plot")
                     yield PlotView("loss", id="loss-plot")
                 with Horizontal(id="train-bottom"):
-                    yield RichLog(id="log", wrap=True, markup=False)
+                    yield RichLog(id="log", wrap=True, markup=False, min_width=20)
                     yield DataTable(id="checkpoints", cursor_type="row", zebra_stripes=True)
         yield Footer(compact=True, show_command_palette=False)
 

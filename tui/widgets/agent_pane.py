@@ -25,7 +25,8 @@ class AgentPane(Vertical):
         self.started: float | None = None
         self.finished: float | None = None
         self.state = "idle"  # idle, streaming, done, cancelled
-        self.turn = 1
+        self.turn = 0
+        self.prefix = ""  # code the prompt pre-filled: the model's text continues it
 
     def compose(self) -> ComposeResult:
         yield TextArea("", language="python", read_only=True, soft_wrap=True,
@@ -39,8 +40,8 @@ class AgentPane(Vertical):
     def code_view(self) -> TextArea:
         return self.query_one(TextArea)
 
-    def reset(self) -> None:
-        self.text, self.tokens, self.turn = "", 0, 1
+    def reset(self, prefix: str = "") -> None:
+        self.text, self.tokens, self.turn, self.prefix = "", 0, 0, prefix
         self.started = self.finished = None
         self.state = "idle"
         self.code_view.load_text("")
@@ -52,9 +53,11 @@ class AgentPane(Vertical):
             self.started = time.monotonic()
             self.state = "streaming"
         if turn != self.turn:
-            # A revision turn starts: mark it in the stream so the two versions read apart.
+            # A turn starts: show the pre-filled code the model continues, and mark revision
+            # turns so the two versions read apart.
+            head = f"\n# ── turn {turn} ──\n" if self.turn else ""
             self.turn = turn
-            delta = f"\n# ── turn {turn} ──\n" + delta
+            delta = head + self.prefix + delta
         self.text += delta
         self.tokens += tokens
         view = self.code_view

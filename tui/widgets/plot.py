@@ -10,6 +10,9 @@ from rich.text import Text
 from textual.widget import Widget
 
 
+PALETTE = ("green", "magenta", "cyan", "yellow", "red", "blue")  # ANSI names: rich = plotext
+
+
 class PlotView(Widget):
     """Named series of (x, y) points, drawn as lines with a legend."""
 
@@ -34,17 +37,25 @@ class PlotView(Widget):
         width, height = self.size
         if width < 12 or height < 5:
             return Text("")
+        head = Text(self.title, style="bold")
         if not any(self.series.values()):
-            return Text(f"{self.title}\n\n(no data yet)", style="dim", justify="center")
+            return head + Text("\n\n(no data yet)", style="dim")
         import plotext as plt
 
+        # Our own one-line legend: plotext's boxed legend would cover a small plot.
         fig = plt.figure
         fig.clear()
-        fig.plot_size(width, height)
+        fig.plot_size(width, height - 2)
         fig.theme("dark" if self.app.current_theme.dark else "default")
-        for name, points in self.series.items():
+        fig.legend(False)
+        legend = Text()
+        for i, (name, points) in enumerate(self.series.items()):
+            colour = PALETTE[i % len(PALETTE)]
+            legend.append("■ ", style=colour).append(f"{name}  ")
             if points:
                 xs, ys = zip(*points)
-                fig.draw(fig.signal(list(xs), list(ys)).label(name).lines())
-        fig.title(self.title)
-        return Text.from_ansi(fig.build().string())
+                pen = plt.marker(None, plt.pixel(foreground=colour))
+                fig.draw(fig.signal(list(xs), list(ys), marker=pen).lines())
+        head.truncate(width)
+        legend.truncate(width)
+        return head + Text("\n") + legend + Text("\n") + Text.from_ansi(fig.build().string())
