@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass
 
 ROOT = "/sys/fs/cgroup"
@@ -49,7 +50,7 @@ def create(name: str, pids_max: int, memory_bytes: int) -> SlotCgroup | None:
             os.makedirs(parent, exist_ok=True)
             _write(os.path.join(parent, "cgroup.subtree_control"), "+pids +memory")
             path = os.path.join(parent, name)
-            os.mkdir(path)
+            os.makedirs(path, exist_ok=True)  # a slot's group may outlive a quick restart
             made.append(path)
             _write(os.path.join(path, "pids.max"), str(pids_max))
             _write(os.path.join(path, "memory.max"), str(memory_bytes))
@@ -65,7 +66,8 @@ def create(name: str, pids_max: int, memory_bytes: int) -> SlotCgroup | None:
                 if not os.path.isdir(base):
                     raise OSError(f"no {controller} controller")
                 path = os.path.join(base, GROUP, name)
-                os.makedirs(path)
+                os.makedirs(path, exist_ok=True)  # a slot's group may outlive a quick restart
+                _kill_members(path)
                 made.append(path)
                 for key, value in settings.items():
                     if os.path.exists(os.path.join(path, key)):
@@ -78,11 +80,23 @@ def create(name: str, pids_max: int, memory_bytes: int) -> SlotCgroup | None:
 
 def remove(cg: SlotCgroup) -> None:
     for path in cg.dirs:
+        _rmdir(path)
+
+
+def _rmdir(path: str) -> None:
+    """rmdir fails while members are still exiting: kill them and retry for a moment."""
+    deadline = time.monotonic() + 2.0
+    while True:
         _kill_members(path)
         try:
             os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
         except OSError:
-            pass
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
 
 
 def _kill_members(path: str) -> None:
@@ -109,11 +123,7 @@ def remove_stale() -> None:
             owner = name.split("-", 1)[0]
             path = os.path.join(parent, name)
             if owner.isdigit() and os.path.isdir(path) and not _alive(int(owner)):
-                _kill_members(path)
-                try:
-                    os.rmdir(path)
-                except OSError:
-                    pass
+                _rmdir(path)
 
 
 def _alive(pid: int) -> bool:

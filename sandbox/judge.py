@@ -1,6 +1,7 @@
 """The trusted side of a job: evaluate the test code, calling the program through proxies.
 
-The judge is forked by the runner for each job. It executes the *tests* (trusted: they come
+The judge is a long-lived process forked by the runner (and replaced when a job's wall
+clock runs out or it dies). It executes the *tests* (trusted: they come
 from the dataset or the problem file) in its own namespace, with `candidate` and any
 program-defined names the tests use bound to proxies. A proxy call sends plain-data
 arguments to the program's process and gets back plain data (or an exception name and
@@ -16,8 +17,9 @@ from __future__ import annotations
 import builtins
 import os
 import select
+import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from wire import (
@@ -26,6 +28,7 @@ from wire import (
     UnsupportedValue,
     decode_value,
     encode_value,
+    pack_frame,
     write_frame,
 )
 
@@ -42,11 +45,16 @@ class ProgramError(Exception):
 
 
 class Judge:
-    def __init__(self, req_w: int, rep_r: int, notice_r: int, report_w: int) -> None:
+    """Evaluates one job's tests. `link` is the stream to the runner: reports go out on it,
+    and the runner's notices (the program's process died) come in on it."""
+
+    def __init__(self, req_w: int, rep_r: int, link: socket.socket, link_reader: FrameReader,
+                 job_id: Any) -> None:
         self._req = req_w
         self._rep = rep_r
-        self._notice = notice_r
-        self._report = report_w
+        self._link = link
+        self._link_reader = link_reader
+        self._job_id = job_id
         self._reader = FrameReader()
         self.gone = ""  # why the program can no longer answer, once it cannot
 
@@ -58,22 +66,35 @@ class Judge:
                 if not isinstance(frame, dict):
                     raise ProtocolError("reply is not an object")
                 return frame
-            ready, _, _ = select.select([self._rep, self._notice], [], [])
+            ready, _, _ = select.select([self._rep, self._link.fileno()], [], [])
             if self._rep in ready:  # data the child sent before dying still counts
                 chunk = os.read(self._rep, 1 << 16)
                 if chunk:
                     self._reader.feed(chunk)
                     continue
-                ready = [self._notice]
-                select.select(ready, [], [], 2.0)  # EOF: give the runner time to say why
-            self._die(self._read_notice())
+                self._die(self._await_notice(2.0))  # EOF: give the runner time to say why
+            why = self._read_notice()
+            if why:
+                self._die(why)
 
     def _read_notice(self) -> str:
-        ready, _, _ = select.select([self._notice], [], [], 0)
-        if ready:
-            data = os.read(self._notice, 4096).decode("utf-8", "replace").strip()
-            if data:
-                return data
+        """Read what the runner sent; its notice for this job if there is one, else ""."""
+        data = self._link.recv(1 << 16)
+        if not data:
+            os._exit(0)  # the runner is gone
+        self._link_reader.feed(data)
+        for msg in self._link_reader.frames():
+            if isinstance(msg, dict) and msg.get("op") == "notice" and msg.get("id") == self._job_id:
+                return str(msg.get("why", "")) or "the program died"
+        return ""
+
+    def _await_notice(self, timeout: float) -> str:
+        """The runner's word on why the program stopped answering."""
+        deadline = time.monotonic() + timeout
+        while select.select([self._link.fileno()], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            why = self._read_notice()
+            if why:
+                return why
         return "the program closed its reply channel"
 
     def _die(self, why: str) -> Any:
@@ -89,7 +110,7 @@ class Judge:
         except (BrokenPipeError, ProtocolError, EOFError) as e:
             if isinstance(e, ProtocolError):
                 return self._die(f"the program broke the protocol: {e}")
-            return self._die(self._read_notice())
+            return self._die(self._await_notice(2.0))
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
@@ -115,9 +136,15 @@ class Judge:
     # ------------------------------------------------------------ running the tests
 
     def report(self, msg: Mapping[str, Any]) -> None:
-        write_frame(self._report, msg)
+        self._link.sendall(pack_frame(dict(msg, id=self._job_id)))
 
     def run(self, job: Mapping[str, Any]) -> None:
+        try:
+            self._run(job)
+        finally:
+            self.report({"op": "done"})  # the runner's cue that this job is over
+
+    def _run(self, job: Mapping[str, Any]) -> None:
         names = list(job.get("names", ()))
         try:
             compiled = self.request({"op": "load", "program": job["program"], "names": names})
@@ -143,7 +170,6 @@ class Judge:
         self.report({"op": "loaded", "ok": ok, "error": _error_field(loaded.get("error"))})
         if ok:
             self._run_steps(job, loaded.get("names") or {})
-        self.report({"op": "done"})
 
     def _bindings(self, job: Mapping[str, Any], found: Mapping[str, Any]) -> dict[str, Any]:
         ns: dict[str, Any] = {"__name__": "__tests__", "__builtins__": builtins}
@@ -269,5 +295,28 @@ def _short(x: object) -> str:
     return s if len(s) <= _MESSAGE_LIMIT else s[:_MESSAGE_LIMIT] + "..."
 
 
-def judge_main(fds: Sequence[int], job: Mapping[str, Any]) -> None:
-    Judge(*fds).run(job)
+def judge_main(link: socket.socket, fd_channel: socket.socket) -> None:
+    """Serve jobs until the runner goes away. Each job arrives as a frame on `link`, its two
+    pipe ends (requests to the child, replies from it) on `fd_channel`."""
+    reader = FrameReader()
+    while True:
+        job = _next_job(link, reader)
+        _, fds, _, _ = socket.recv_fds(fd_channel, 64, 2)
+        if len(fds) != 2:
+            os._exit(1)
+        try:
+            Judge(fds[0], fds[1], link, reader, job.get("id")).run(job)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def _next_job(link: socket.socket, reader: FrameReader) -> dict[str, Any]:
+    while True:
+        for msg in reader.frames():
+            if isinstance(msg, dict) and msg.get("op") == "job":
+                return msg  # anything else (a late notice for a finished job) is stale
+        data = link.recv(1 << 16)
+        if not data:
+            os._exit(0)
+        reader.feed(data)

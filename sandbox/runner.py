@@ -2,10 +2,11 @@
 
 One runner per sandbox worker: the main process of a Docker container (`--docker`, talking
 over the container's stdin/stdout) or a worker process of the process backend (`--process
-CONFIG`, over pipes). Per job it asks the zygote (`zygote.py`) for a confined child, forks a
-judge (`judge.py`) that evaluates the tests against it, watches time and output
-(`supervise.py`), then kills everything the job left and checks that the worker is clean
-before it reports (so the host never reuses a dirty worker).
+CONFIG`, over pipes). Per job it asks the zygote (`zygote.py`) for a confined child, hands
+the job to the judge (`judge.py`, a long-lived trusted process) that evaluates the tests
+against it, watches time and output (`supervise.py`), then kills everything the job left
+and checks that the worker is clean before it reports (so the host never reuses a dirty
+worker).
 
 Host protocol (frames, see wire.py):
   runner -> host  {"op": "ready", "features": {...}}
@@ -19,6 +20,7 @@ Stdlib only; run as a script (its directory is then first on sys.path); copied i
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -38,7 +40,7 @@ if __name__ == "__main__" and sys.path[:1] != [HERE]:
 import confine  # noqa: E402
 import judge  # noqa: E402,F401  (imported once here, so each forked judge has it)
 from supervise import Supervisor  # noqa: E402
-from wire import FrameReader, read_frame, write_frame  # noqa: E402
+from wire import FrameReader, ProtocolError, pack_frame, read_frame, write_frame  # noqa: E402
 
 SPAWN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
 
@@ -135,12 +137,105 @@ class ZygoteClient:
                 return int(msg["left"])
 
 
+class JudgeClient:
+    """The long-lived judge process (judge.py), forked from the runner: trusted, so it may
+    share our memory; separate, so a test that hangs or a program that kills it costs us
+    nothing but a re-fork. Jobs go out on a stream socket, the child's pipe ends on a
+    SOCK_SEQPACKET beside it (kept apart so descriptors never ride inside a frame)."""
+
+    RECYCLE_AFTER = 1000  # jobs; bounds whatever state test code leaves in the judge
+
+    def __init__(self, prepare_child: Any) -> None:
+        self._prepare_child = prepare_child
+        self.pid = -1
+        self.link: socket.socket | None = None
+        self._fds: socket.socket | None = None
+        self._reader = FrameReader()
+        self._jobs = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.link is not None
+
+    def start(self) -> None:
+        link, their_link = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fds, their_fds = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                link.close()
+                fds.close()
+                self._prepare_child()
+                from judge import judge_main
+
+                judge_main(their_link, their_fds)
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            os._exit(code)
+        their_link.close()
+        their_fds.close()
+        self.pid, self.link, self._fds = pid, link, fds
+        self._reader = FrameReader()
+        self._jobs = 0
+
+    def submit(self, job: dict[str, Any], fds: list[int]) -> int:
+        if self.link is None or self._jobs >= self.RECYCLE_AFTER:
+            self.kill()
+            self.start()
+        assert self.link is not None and self._fds is not None
+        self._jobs += 1
+        socket.send_fds(self._fds, [b"fds"], fds)
+        self.link.sendall(pack_frame(job))
+        return self.link.fileno()
+
+    def read(self) -> list[Any] | None:
+        if self.link is None:
+            return None
+        try:
+            data = self.link.recv(1 << 16)
+        except OSError:
+            data = b""
+        if not data:
+            self.forget()
+            return None
+        self._reader.feed(data)
+        try:
+            return list(self._reader.frames())
+        except ProtocolError:
+            self.kill()
+            return None
+
+    def notice(self, job_id: Any, why: str) -> None:
+        if self.link is not None:
+            try:
+                self.link.sendall(pack_frame({"op": "notice", "id": job_id, "why": why}))
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        if self.pid > 0:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.forget()
+
+    def forget(self) -> None:
+        for sock in (self.link, self._fds):
+            if sock is not None:
+                sock.close()
+        self.link = self._fds = None
+
+
 class Runner:
     def __init__(self, config: dict[str, Any]) -> None:
         self.cfg = config
         self.mode = config["mode"]
         self.namespaces = bool(config.get("namespaces"))
         self.zygote = ZygoteClient(self.namespaces, list(config.get("cgroup_procs", [])))
+        self.judge = JudgeClient(self._prepare_judge)
         self.wake_r, self.wake_w = os.pipe()
         for fd in (self.wake_r, self.wake_w):
             os.set_blocking(fd, False)
@@ -165,6 +260,9 @@ class Runner:
             if self.namespaces:
                 confine.unshare(confine.CLONE_NEWNET)  # no interfaces but a downed loopback
         self.zygote.start()
+        gc.collect()
+        gc.freeze()  # as in the zygote: the forked judge should not copy pages for the GC
+        self.judge.start()
 
     def serve(self) -> None:
         self.setup()
@@ -263,6 +361,8 @@ class Runner:
             out[pid] = (status, None)
             if pid == self.zygote.pid:
                 self.zygote.forget()
+            elif pid == self.judge.pid:
+                self.judge.forget()
         return out
 
     def kill_child(self, pid: int) -> None:
@@ -272,8 +372,11 @@ class Runner:
             except (ProcessLookupError, PermissionError):
                 pass
 
-    def close_in_judge(self) -> None:
-        for fd in (0, 1):  # the host channel is the runner's alone
+    def _prepare_judge(self) -> None:
+        """In the freshly forked judge: drop what is the runner's alone."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for fd in (0, 1):  # the host channel
             devnull = os.open(os.devnull, os.O_RDWR)
             os.dup2(devnull, fd)
             os.close(devnull)
@@ -281,6 +384,18 @@ class Runner:
             self.zygote.sock.close()
         os.close(self.wake_r)
         os.close(self.wake_w)
+
+    def judge_submit(self, job: Any, fds: list[int]) -> int:
+        return self.judge.submit(dict(job), fds)
+
+    def judge_read(self) -> list[Any] | None:
+        return self.judge.read()
+
+    def judge_notice(self, job_id: Any, why: str) -> None:
+        self.judge.notice(job_id, why)
+
+    def judge_kill(self) -> None:
+        self.judge.kill()
 
     # ------------------------------------------------------------ after each job
 
@@ -296,9 +411,10 @@ class Runner:
     def _cleanup_docker(self) -> tuple[bool, str]:
         # We are pid 1 of the container: kill(-1) reaches every other process in it,
         # setsid()'d escapees and the zygote included (a fresh zygote is exec'd after).
-        if not self.zygote.alive or _pids() - {1, self.zygote.pid}:
+        if not self.zygote.alive or _pids() - {1, self.zygote.pid, self.judge.pid}:
             os.kill(-1, signal.SIGKILL)
             self.zygote.forget()
+            self.judge.forget()
             deadline = time.monotonic() + 5.0
             while _pids() - {1} and time.monotonic() < deadline:
                 self._reap()

@@ -15,12 +15,11 @@ import os
 import select
 import signal
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from wire import FrameReader, ProtocolError, wall_limit
+from wire import wall_limit
 
 OUTPUT_KEEP = 64 * 1024  # bytes of stdout/stderr kept per job; the rest is read and dropped
 CPU_POLL = 0.05  # seconds between CPU-time checks of the program's process
@@ -176,8 +175,18 @@ class JobHost(Protocol):
     def kill_child(self, pid: int) -> None:
         """End the program and everything it started."""
 
-    def close_in_judge(self) -> None:
-        """Close, in the freshly forked judge, the runner descriptors it must not hold."""
+    def judge_submit(self, job: Mapping[str, Any], fds: list[int]) -> int:
+        """Hand the job and the child's request/reply pipe ends to the judge; return the fd
+        on which its reports arrive."""
+
+    def judge_read(self) -> list[Any] | None:
+        """Reports the judge sent so far (after its fd was readable); None when it died."""
+
+    def judge_notice(self, job_id: Any, why: str) -> None:
+        """Tell the judge that the program's process is gone, and why."""
+
+    def judge_kill(self) -> None:
+        """Kill the judge (it is replaced before the next job)."""
 
 
 class Supervisor:
@@ -188,7 +197,6 @@ class Supervisor:
         self.host = host
         self.timeout = float(job["timeout"])
         self.out = Outcome(steps=list(job["steps"]))
-        self._judge_exited = False
 
     def run(self) -> Outcome:
         start = time.monotonic()
@@ -196,55 +204,33 @@ class Supervisor:
         rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        notice_r, notice_w = os.pipe()
-        report_r, report_w = os.pipe()
         try:
             child = self.host.spawn([req_r, rep_w, out_w, err_w])
         except OSError as e:
             self.out.setup_failed = str(e)
-            for fd in (req_r, req_w, rep_r, rep_w, out_r, out_w, err_r, err_w, notice_r,
-                       notice_w, report_r, report_w):
+            for fd in (req_r, req_w, rep_r, rep_w, out_r, out_w, err_r, err_w):
                 os.close(fd)
             return self.out
         for fd in (req_r, rep_w, out_w, err_w):
             os.close(fd)
-        judge = os.fork()
-        if judge == 0:
-            self._judge_process([req_w, rep_r, notice_r, report_w],
-                                [out_r, err_r, notice_w, report_r])
-        for fd in (req_w, rep_r, notice_r, report_w):
-            os.close(fd)
         try:
-            self._watch(child, judge, start, report_r, out_r, err_r, notice_w)
+            try:
+                link = self.host.judge_submit(self.job, [req_w, rep_r])
+            finally:
+                os.close(req_w)
+                os.close(rep_r)
+            self._watch(child, start, link, out_r, err_r)
         finally:
-            self._finish(child, judge, out_r, err_r)
-            for fd in (out_r, err_r, notice_w, report_r):
-                os.close(fd)
+            self._finish(child, out_r, err_r)
+            os.close(out_r)
+            os.close(err_r)
             self.out.wall = time.monotonic() - start
         return self.out
 
-    def _judge_process(self, keep: list[int], close: list[int]) -> None:
-        code = 0
-        try:
-            signal.set_wakeup_fd(-1)
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            for fd in close:
-                os.close(fd)
-            self.host.close_in_judge()
-            from judge import judge_main
-
-            judge_main(keep, self.job)
-        except BaseException:
-            traceback.print_exc()
-            code = 1
-        os._exit(code)
-
-    def _watch(self, child: int, judge: int, start: float, report_r: int, out_r: int,
-               err_r: int, notice_w: int) -> None:
+    def _watch(self, child: int, start: float, link: int, out_r: int, err_r: int) -> None:
         wall_deadline = start + wall_limit(self.timeout)
-        reader = FrameReader()
         streams = {out_r: self.out.stdout, err_r: self.out.stderr}
-        open_fds = [report_r, out_r, err_r]
+        open_fds = [link, out_r, err_r]
         next_cpu = time.monotonic() + CPU_POLL
         child_alive = True
         while True:
@@ -258,39 +244,25 @@ class Supervisor:
                         streams[fd].feed(data)
                     else:
                         open_fds.remove(fd)
-                elif fd == report_r:
-                    data = os.read(fd, 1 << 16)
-                    if not data:
-                        open_fds.remove(fd)
-                        self.out.judge_crashed = not self.out.done
-                        continue
-                    reader.feed(data)
-                    try:
-                        for msg in reader.frames():
-                            self._on_report(msg)
-                    except ProtocolError:
+                elif fd == link:
+                    reports = self.host.judge_read()
+                    if reports is None:  # the judge died (killed by the program?)
                         self.out.judge_crashed = True
+                        return
+                    for msg in reports:
+                        self._on_report(msg)
+            if self.out.done:
+                return
             exits = self.host.poll_exits()
             if child in exits and child_alive:
                 child_alive = False
                 self._child_exited(*exits[child])
                 status = exits[child][0]
-                why = describe_status(status)
                 xcpu = os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGXCPU
                 if xcpu or self.out.cpu > self.timeout:
                     self._time_out(f"CPU time limit of {self.timeout:g} s exceeded")
                     return
-                try:
-                    os.write(notice_w, f"the program {why}".encode())
-                except OSError:
-                    pass
-            if judge in exits:
-                self._judge_exited = True
-            if judge in exits and report_r in open_fds:
-                self._drain_reports(report_r, reader)
-                return
-            if self.out.done or report_r not in open_fds:
-                return
+                self.host.judge_notice(self.job.get("id"), f"the program {describe_status(status)}")
             now = time.monotonic()
             if now >= next_cpu and child_alive:
                 cpu = cpu_seconds(child)
@@ -305,20 +277,6 @@ class Supervisor:
                                f"(CPU budget {self.timeout:g} s)")
                 return
 
-    def _drain_reports(self, report_r: int, reader: FrameReader) -> None:
-        """The judge exited: whatever it wrote before is still in the pipe."""
-        while select.select([report_r], [], [], 0)[0]:
-            data = os.read(report_r, 1 << 16)
-            if not data:
-                break
-            reader.feed(data)
-        try:
-            for msg in reader.frames():
-                self._on_report(msg)
-        except ProtocolError:
-            pass
-        self.out.judge_crashed = not self.out.done
-
     def _child_exited(self, status: int, cpu: float | None) -> None:
         self.out.child_status = status
         if cpu is not None:
@@ -326,9 +284,10 @@ class Supervisor:
 
     def _time_out(self, why: str) -> None:
         self.out.timed_out = why
+        self.host.judge_kill()  # it may be stuck in a call or in the tests themselves
 
     def _on_report(self, msg: Any) -> None:
-        if not isinstance(msg, dict):
+        if not isinstance(msg, dict) or msg.get("id") != self.job.get("id"):
             return
         op = msg.get("op")
         if op == "compiled":
@@ -344,26 +303,17 @@ class Supervisor:
         elif op == "done":
             self.out.done = True
 
-    def _finish(self, child: int, judge: int, out_r: int, err_r: int) -> None:
-        """Kill the program and the judge, wait for both, drain the last output."""
+    def _finish(self, child: int, out_r: int, err_r: int) -> None:
+        """Kill the program, wait for it, drain the last output."""
         if self.out.child_status is None:
             self.out.killed_at_end = True
         self.host.kill_child(child)
-        try:
-            os.kill(judge, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         deadline = time.monotonic() + 3.0
-        need_child = self.out.child_status is None
-        need_judge = not self._judge_exited
-        while (need_child or need_judge) and time.monotonic() < deadline:
+        while self.out.child_status is None and time.monotonic() < deadline:
             select.select(self.host.wait_fds(), [], [], 0.05)
             exits = self.host.poll_exits()
-            if child in exits and need_child:
+            if child in exits:
                 self._child_exited(*exits[child])
-                need_child = False
-            if judge in exits:
-                need_judge = False
         drain_until = time.monotonic() + 0.2
         fds = [out_r, err_r]
         streams = {out_r: self.out.stdout, err_r: self.out.stderr}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import builtins
 import textwrap
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -52,10 +53,20 @@ class SplitTests:
         return tuple(s for s in self.steps if s.kind == CASE)
 
 
+# CPython 3.11 before 3.11.8 can fail `ast.parse` with "AST constructor recursion depth
+# mismatch" when threads parse at once (gh-106905); run_many splits from several threads.
+_PARSE_LOCK = threading.Lock()
+
+
+def _parse(source: str) -> ast.Module:
+    with _PARSE_LOCK:
+        return ast.parse(source)
+
+
 @lru_cache(maxsize=1024)  # G samples of one problem share its tests
 def split_tests(source: str) -> SplitTests:
     try:
-        tree = ast.parse(source)
+        tree = _parse(source)
     except SyntaxError as e:
         raise TestSourceError(f"the tests do not parse: {e}") from None
     body = _flatten_main(tree.body)
@@ -92,7 +103,7 @@ def split_solution_file(source: str) -> tuple[str, str, str | None]:
     check`, `check(...)` calls, top-level asserts and `if __name__ == "__main__":` blocks.
     """
     try:
-        tree = ast.parse(source)
+        tree = _parse(source)
     except SyntaxError:
         return source, "", None  # the verdict will say syntax_error
     lines = source.splitlines(keepends=True)

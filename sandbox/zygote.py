@@ -19,6 +19,7 @@ Stdlib only; copied into the image.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -163,4 +164,9 @@ def zygote_main(ctl_fd: int, pid_namespaces: bool, cgroup_procs: list[str]) -> N
             pass
     import child  # noqa: F401  (loaded before any fork, like the rest)
 
+    # Everything loaded so far lives for the zygote's life: freeze it out of the cyclic GC,
+    # whose traversals would otherwise write to every object in each child and copy the
+    # shared pages (copy-on-write) for nothing.
+    gc.collect()
+    gc.freeze()
     Zygote(ctl_fd, pid_namespaces).loop()

@@ -1,0 +1,89 @@
+"""The process backend's isolation as root, and its fallback for a user without root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sandbox import Job
+from sandbox.process_backend import UID_BASE, ProcessSandbox, sandbox_python
+
+REPO = Path(__file__).resolve().parents[2]
+INSPECT = """
+import os
+def inspect():
+    return {"uid": os.getuid(), "pid": os.getpid(), "cwd": os.getcwd(),
+            "env": sorted(os.environ), "net": open("/proc/net/dev").read().count(":"),
+            "root_writable": os.access("/", os.W_OK), "home": os.path.exists("/root/.bashrc")}
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and uid drop need root")
+def test_root_runs_jobs_unprivileged_in_their_own_namespaces() -> None:
+    with ProcessSandbox(1) as sb:
+        features = sb.status()["features"]
+        assert features["namespaces"] and features["cgroup"]
+        tests = ("def check(candidate):\n"
+                 "    s = candidate()\n"
+                 f"    assert s['uid'] >= {UID_BASE}\n"
+                 "    assert s['pid'] == 1\n"  # init of its own pid namespace
+                 "    assert s['net'] == 1\n"  # loopback only (and it is down)
+                 "    assert s['root_writable'] is False\n"
+                 "    assert s['home'] is False\n"
+                 "    assert s['cwd'] == '/tmp/job'\n"
+                 "    assert 'COOPCODE_SANDBOX_TEST_SECRET' not in s['env']\n")
+        v = sb.run(Job(program=INSPECT, tests=tests, entry_point="inspect"))
+        assert v.passed, [t.message for t in v.tests]
+
+
+def test_sandbox_python_can_be_read_by_an_unprivileged_uid() -> None:
+    exe = sandbox_python(os.geteuid() == 0)
+    out = subprocess.run([exe, "-I", "-S", "-c", "import sys; print(sys.version_info >= (3, 9))"],
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "True"
+
+
+NON_ROOT = """
+import json, sys
+from sandbox import Job
+from sandbox.process_backend import ProcessSandbox
+escapee = ("import os, time\\n"
+           "if os.fork() == 0:\\n    os.setsid()\\n    time.sleep(1000)\\n"
+           "def add(a, b):\\n    return a + b\\n")
+with ProcessSandbox(1) as sb:
+    out = {"features": sb.status()["features"]}
+    out["plain"] = sb.run(Job(program="def add(a, b):\\n    return a + b\\n",
+                              tests="assert add(1, 2) == 3\\n", entry_point="add")).status
+    out["escapee"] = sb.run(Job(program=escapee, tests="assert add(1, 2) == 3\\n",
+                                entry_point="add")).status
+    out["wrong"] = sb.run(Job(program="def add(a, b):\\n    return 0\\n",
+                              tests="assert add(1, 2) == 3\\n", entry_point="add")).status
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="simulating a user without root needs root and setpriv")
+def test_without_root_the_fallback_still_judges_and_sweeps() -> None:
+    # Run the host side itself as an ordinary user (nobody) with the system Python: no
+    # namespaces, no uid drop; rlimits, a process group and the zygote's sweep remain.
+    python = sandbox_python(True)
+    if python == sys.executable and not os.access(python, os.X_OK):
+        pytest.skip("no Python readable by an unprivileged user")
+    proc = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", NON_ROOT],
+        capture_output=True, text=True, timeout=120, cwd="/tmp",
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["features"]["namespaces"] is False and out["features"]["uid"] == 65534
+    assert (out["plain"], out["escapee"], out["wrong"]) == ("passed", "passed", "failed")
+    left = subprocess.run(["pgrep", "-u", "65534", "-f", "sandbox/runner.py"],
+                          capture_output=True, text=True).stdout.split()
+    assert left == []
