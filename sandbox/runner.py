@@ -218,7 +218,8 @@ class JudgeClient:
         if self.pid > 0:
             try:
                 os.kill(self.pid, signal.SIGKILL)
-            except ProcessLookupError:
+                os.waitpid(self.pid, 0)  # reaped now, or it would look like a stray process
+            except (ProcessLookupError, ChildProcessError):
                 pass
         self.forget()
 
@@ -227,6 +228,7 @@ class JudgeClient:
             if sock is not None:
                 sock.close()
         self.link = self._fds = None
+        self.pid = -1  # never signal a pid that may have been reused
 
 
 class Runner:
@@ -374,6 +376,7 @@ class Runner:
 
     def _prepare_judge(self) -> None:
         """In the freshly forked judge: drop what is the runner's alone."""
+        confine.set_parent_death_signal(signal.SIGKILL)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         for fd in (0, 1):  # the host channel
