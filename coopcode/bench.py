@@ -192,6 +192,7 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
     main_name, main_path = main_adapter or (None, None)
     identity = {
         "model_fingerprint": engine.model_fingerprint,
+        "dtype": str(getattr(engine, "dtype", "")).replace("torch.", ""),
         "helper_adapter": helper_path,
         "main_adapter": main_path,
         "temperature": config.temperature,

@@ -36,6 +36,7 @@ HelperOpt = Annotated[str | None, typer.Option("--helper-adapter", help="LoRA ad
 MainOpt = Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")]
 SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")]
 EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
+DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="bfloat16 or float32 [default: bfloat16 where the CPU has bf16 instructions].")]
 
 
 def _emitter(events: str | None, render: Any) -> Any:
@@ -49,11 +50,17 @@ def _emitter(events: str | None, render: Any) -> Any:
 
 
 def _warn(message: str) -> None:
-    err.print(f"[yellow]warning:[/] {message}", highlight=False)
+    err.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
 def _progress(message: str) -> None:
     err.print(f"[dim]{message}[/]", highlight=False)
+
+
+def _dtype(name: str | None) -> str | None:
+    if name not in (None, "bfloat16", "float32", "float16"):
+        raise UserError(f"--dtype {name}: use bfloat16, float32 or float16")
+    return name
 
 
 def _parse_ks(text: str) -> list[int]:
@@ -79,6 +86,7 @@ def solve(
     timeout: Annotated[float, typer.Option(help="CPU seconds per program run.")] = 5.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     events: EventsOpt = None,
+    dtype: DtypeOpt = None,
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
     from coopcode.collab import SCHEMES
@@ -104,7 +112,7 @@ def solve(
     quiet = as_json or events is not None
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress)
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=_dtype(dtype))
     with open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             result = run_solve(prob, agents.engine, sb, config, helper_adapter=agents.helper_name,
@@ -140,6 +148,7 @@ def bench(
     timeout: float = 5.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     events: EventsOpt = None,
+    dtype: DtypeOpt = None,
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
     from coopcode.bench import BenchConfig, run_bench
@@ -157,7 +166,7 @@ def bench(
     quiet = as_json or events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress)
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=_dtype(dtype))
     with open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             summary = run_bench(config, probs, agents.engine, sb, folder,
@@ -277,7 +286,7 @@ def main() -> None:
     try:
         app()
     except (UserError, SandboxUnavailable) as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False)
+        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/] (bench and train runs resume when rerun with the same --out)")

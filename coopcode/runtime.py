@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coopcode.adapters import check_adapter
 from coopcode.engines import Engine, load_engine
 from coopcode.errors import UserError
 
@@ -54,10 +55,10 @@ def open_agents(
     """Load the base model once and the agents' adapters onto it."""
     helper_path = resolve_adapter_path(helper_adapter, HELPER)
     main_path = resolve_adapter_path(main_adapter, MAIN)
-    # Check adapter folders before spending seconds on the model.
+    # Check adapter folders before spending seconds on the model (the base is checked after).
     for path in (helper_path, main_path):
-        if path and not Path(path).exists():
-            raise UserError(f"adapter {path}: no such folder")
+        if path:
+            check_adapter(path, base_fingerprint="", base_name="")
     eng = load_engine(model, engine, progress=progress, **engine_kw)
     agents = Agents(eng)
     if helper_path:

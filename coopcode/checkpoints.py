@@ -1,0 +1,148 @@
+"""Reading checkpoint folders: the runs in `checkpoints/` and what each holds.
+
+A run is `checkpoints/<run>/` with `helper/` and/or `main/` PEFT adapter folders, a
+`manifest.json` (written by `coopcode train`; see `coopcode.train.checkpoint`) and a
+`metrics.jsonl`. Reading is tolerant: a half-written or foreign folder is described as far
+as it can be, never an exception. Used by `coopcode checkpoints` and the TUI.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coopcode.errors import UserError
+
+ROLES = ("helper", "main")
+DEFAULT_ROOT = Path("checkpoints")
+
+
+@dataclass
+class CheckpointInfo:
+    """One run folder."""
+
+    name: str
+    path: Path
+    adapters: dict[str, int] = field(default_factory=dict)  # role -> bytes of weights
+    manifest: dict[str, Any] = field(default_factory=dict)
+    resumable_step: int | None = None  # newest complete trainer state
+
+    @property
+    def algorithm(self) -> str:
+        return str(self.manifest.get("algorithm", "?"))
+
+    @property
+    def step(self) -> int | None:
+        step = self.manifest.get("step")
+        return step if isinstance(step, int) else None
+
+    @property
+    def total_steps(self) -> int | None:
+        total = self.manifest.get("total_steps")
+        return total if isinstance(total, int) else None
+
+    @property
+    def base(self) -> str:
+        base = self.manifest.get("base")
+        return str(base.get("name", "?")) if isinstance(base, dict) else "?"
+
+    @property
+    def reward(self) -> float | None:
+        metrics = self.manifest.get("metrics")
+        value = metrics.get("reward_mean") if isinstance(metrics, dict) else None
+        return float(value) if isinstance(value, int | float) else None
+
+    def metrics_history(self) -> list[dict[str, Any]]:
+        """metrics.jsonl, one dict per step (torn lines skipped)."""
+        path = self.path / "metrics.jsonl"
+        if not path.exists():
+            return []
+        out = []
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                out.append(record)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "algorithm": self.algorithm,
+            "base": self.base,
+            "step": self.step,
+            "total_steps": self.total_steps,
+            "reward_mean": self.reward,
+            "adapters": self.adapters,
+            "resumable_step": self.resumable_step,
+            "manifest": self.manifest,
+        }
+
+
+def _weights_size(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.glob("adapter_model.*") if f.is_file())
+
+
+def read_checkpoint(path: Path) -> CheckpointInfo:
+    """What a run folder holds (empty fields for what is missing or unreadable)."""
+    manifest: dict[str, Any] = {}
+    try:
+        data = json.loads((path / "manifest.json").read_text())
+        manifest = data if isinstance(data, dict) else {}
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        pass
+    adapters = {r: _weights_size(path / r) for r in ROLES if (path / r / "adapter_config.json").exists()}
+    resumable = None
+    states = path / "trainer_state"
+    if states.is_dir():
+        steps = [int(p.name[5:]) for p in states.glob("step-*")
+                 if p.is_dir() and p.name[5:].isdigit()]
+        resumable = max(steps) if steps else None
+    return CheckpointInfo(path.name, path, adapters, manifest, resumable)
+
+
+def list_checkpoints(root: Path = DEFAULT_ROOT) -> list[CheckpointInfo]:
+    """Runs under `root` (folders with an adapter or a manifest), newest first."""
+    if not root.is_dir():
+        return []
+    runs = [read_checkpoint(p) for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    runs = [r for r in runs if r.adapters or r.manifest]
+
+    def mtime(r: CheckpointInfo) -> float:
+        m = r.path / "manifest.json"
+        return (m if m.exists() else r.path).stat().st_mtime
+
+    return sorted(runs, key=mtime, reverse=True)
+
+
+def find_checkpoint(name: str, root: Path = DEFAULT_ROOT) -> CheckpointInfo:
+    """A run by folder path or by name under `root`, or a UserError."""
+    for candidate in (Path(name), root / name):
+        if candidate.is_dir():
+            info = read_checkpoint(candidate)
+            if info.adapters or info.manifest:
+                return info
+            raise UserError(f"{candidate}: not a checkpoint run (no adapters, no manifest.json)")
+    raise UserError(f"no checkpoint run {name!r} (see `coopcode checkpoints list`)")
+
+
+def reward_curve(history: list[dict[str, Any]], buckets: int = 10) -> list[dict[str, Any]]:
+    """Mean reward and pass rate over consecutive blocks of steps (a training curve)."""
+    rows = [r for r in history if isinstance(r.get("reward/mean"), int | float)]
+    if not rows:
+        return []
+    size = max(1, -(-len(rows) // buckets))
+    out = []
+    for start in range(0, len(rows), size):
+        block = rows[start:start + size]
+        out.append({
+            "steps": f"{block[0]['step']}-{block[-1]['step']}",
+            "reward_mean": sum(r["reward/mean"] for r in block) / len(block),
+            "pass_rate": sum(float(r.get("pass_rate", 0.0)) for r in block) / len(block),
+        })
+    return out

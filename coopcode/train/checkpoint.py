@@ -1,0 +1,145 @@
+"""A run folder on disk: adapters, manifest, resumable trainer state.
+
+```
+checkpoints/<run>/
+  manifest.json          base model (name, fingerprint), algorithm, config, step, metrics
+  config.json            the run's TrainConfig, written when the run starts
+  helper/ main/          standard PEFT adapter folders at manifest.step (GRPO: main/ only)
+  metrics.jsonl          one line per step
+  trainer_state/step-N/  what --resume needs: the adapters, optimizer, scheduler, RNG, step
+```
+
+Crash safety: a state is written into `step-N.partial/` and renamed to `step-N/` when
+complete, so a complete-looking folder is complete; `--resume` takes the newest one. The
+top-level adapters and manifest are published after that, by atomic renames, and are
+republished from the state on resume, so a kill between the two steps loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from coopcode import __version__
+from coopcode.errors import UserError
+
+STATE_DIR = "trainer_state"
+_STEP = re.compile(r"^step-(\d+)$")
+
+
+def check_writable(out: Path) -> None:
+    """Create `out` and prove we can write there, or a UserError saying so."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as e:
+        raise UserError(f"cannot write to {out}: {e.strerror or e}") from None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def latest_state(out: Path) -> Path | None:
+    """The newest complete trainer-state folder of a run, if any."""
+    root = out / STATE_DIR
+    if not root.is_dir():
+        return None
+    steps = [(int(m.group(1)), p) for p in root.iterdir() if (m := _STEP.match(p.name)) and p.is_dir()]
+    return max(steps)[1] if steps else None
+
+
+def save_state(out: Path, step: int, trainer_state: dict[str, Any], save_adapters: Any,
+               info: dict[str, Any], keep: int = 1) -> Path:
+    """Write the resumable state of `step`; keep the newest `keep` states.
+
+    `save_adapters(folder)` writes the adapter folders (helper/, main/) into `folder`.
+    """
+    import torch
+
+    root = out / STATE_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"step-{step:06d}"
+    partial = root / f"step-{step:06d}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    save_adapters(partial)
+    torch.save(trainer_state, partial / "trainer.pt")
+    (partial / "state.json").write_text(json.dumps({"step": step, **info}, indent=2, default=str))
+    shutil.rmtree(final, ignore_errors=True)
+    os.replace(partial, final)
+    older = sorted((int(m.group(1)), p) for p in root.iterdir()
+                   if (m := _STEP.match(p.name)) and p.is_dir())
+    for _, p in older[:-keep]:
+        shutil.rmtree(p, ignore_errors=True)
+    for p in root.glob("*.partial"):
+        shutil.rmtree(p, ignore_errors=True)
+    return final
+
+
+def load_state(state_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(trainer state dict, state.json) of a saved state."""
+    import torch
+
+    info = json.loads((state_dir / "state.json").read_text())
+    # weights_only=False: the state holds Python RNG state (tuples), written by us.
+    trainer = torch.load(state_dir / "trainer.pt", map_location="cpu", weights_only=False)
+    return trainer, info
+
+
+def publish_adapters(out: Path, state_dir: Path, roles: list[str]) -> None:
+    """Copy the state's adapter folders to the run's top level, each replaced by rename."""
+    for name in roles:
+        src = state_dir / name
+        if not src.is_dir():
+            continue
+        staging = out / f".{name}.new"
+        old = out / f".{name}.old"
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(src, staging)
+        shutil.rmtree(old, ignore_errors=True)
+        if (out / name).exists():
+            os.replace(out / name, old)
+        os.replace(staging, out / name)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def manifest(*, base_name: str, fingerprint: str, algorithm: str, config: dict[str, Any],
+             step: int, total_steps: int, metrics: dict[str, Any], adapters: list[str],
+             run: str) -> dict[str, Any]:
+    """What `coopcode.adapters.check_adapter`, `checkpoints list` and the TUI read."""
+    return {
+        "run": run,
+        "base": {"name": base_name, "fingerprint": fingerprint},
+        "algorithm": algorithm,
+        "adapters": adapters,
+        "step": step,
+        "total_steps": total_steps,
+        "config": config,
+        "metrics": metrics,
+        "coopcode_version": __version__,
+    }
+
+
+def truncate_metrics(path: Path, step: int) -> None:
+    """Drop metric lines after `step` (written by a run killed before its next save)."""
+    if not path.exists():
+        return
+    keep = []
+    for line in path.read_text().splitlines():
+        try:
+            if json.loads(line).get("step", 0) <= step:
+                keep.append(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by the kill
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(f"{x}\n" for x in keep))
+    os.replace(tmp, path)

@@ -1,0 +1,265 @@
+"""`coopcode train` and `coopcode checkpoints list|show`.
+
+Importing this module stays cheap (the CLI imports it for --help): torch, transformers and
+the trainer load inside the commands.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from coopcode.errors import UserError
+from coopcode.train.config import TrainConfig, help_for
+
+out = Console()
+err = Console(stderr=True)
+
+checkpoints_app = typer.Typer(help="Trained adapter runs in checkpoints/: list them, show one.",
+                              no_args_is_help=True)
+
+# CLI parameter -> TrainConfig field, where the names differ.
+FIELD_OF = {"lr": "learning_rate", "std_norm": "advantage_std", "logprob": "logprob_reduction",
+            "helper_adapter": "helper_init", "main_adapter": "main_init", "keep": "keep_checkpoints"}
+_D = TrainConfig()
+
+
+def _opt(name: str, *flags: str) -> Any:
+    return typer.Option(*flags, help=help_for(FIELD_OF.get(name, name)))
+
+
+def train(
+    ctx: typer.Context,
+    algo: Annotated[str, _opt("algo", "--algo")] = _D.algo,
+    problems: Annotated[str, _opt("problems", "--problems")] = _D.problems,
+    limit: Annotated[int | None, _opt("limit", "--limit")] = None,
+    model: Annotated[str | None, _opt("model", "--model", "-m")] = None,
+    scheme: Annotated[str, _opt("scheme", "--scheme")] = _D.scheme,
+    joint: Annotated[str, _opt("joint", "--joint")] = _D.joint,
+    group_size: Annotated[int, _opt("group_size", "--group-size", "-G")] = _D.group_size,
+    max_new_tokens: Annotated[int, _opt("max_new_tokens", "--max-new-tokens")] = _D.max_new_tokens,
+    temperature: Annotated[float, _opt("temperature", "--temperature")] = _D.temperature,
+    top_p: Annotated[float, _opt("top_p", "--top-p")] = _D.top_p,
+    turns: Annotated[int, _opt("turns", "--turns")] = _D.turns,
+    gamma: Annotated[float, _opt("gamma", "--gamma")] = _D.gamma,
+    early_stop_reward: Annotated[float | None, _opt("early_stop_reward", "--early-stop-reward")] = None,
+    timeout: Annotated[float, _opt("timeout", "--timeout")] = _D.timeout,
+    lr: Annotated[float, _opt("lr", "--lr")] = _D.learning_rate,
+    lr_schedule: Annotated[str, _opt("lr_schedule", "--lr-schedule")] = _D.lr_schedule,
+    warmup_steps: Annotated[int, _opt("warmup_steps", "--warmup-steps")] = _D.warmup_steps,
+    weight_decay: Annotated[float, _opt("weight_decay", "--weight-decay")] = _D.weight_decay,
+    max_grad_norm: Annotated[float, _opt("max_grad_norm", "--max-grad-norm")] = _D.max_grad_norm,
+    std_norm: Annotated[bool, _opt("std_norm", "--std-norm/--no-std-norm")] = _D.advantage_std,
+    logprob: Annotated[str, _opt("logprob", "--logprob")] = _D.logprob_reduction,
+    kl_coef: Annotated[float, _opt("kl_coef", "--kl-coef")] = _D.kl_coef,
+    log_kl: Annotated[bool, _opt("log_kl", "--log-kl")] = _D.log_kl,
+    micro_batch: Annotated[int, _opt("micro_batch", "--micro-batch")] = _D.micro_batch,
+    lora_rank: Annotated[int, _opt("lora_rank", "--lora-rank")] = _D.lora_rank,
+    lora_alpha: Annotated[int, _opt("lora_alpha", "--lora-alpha")] = _D.lora_alpha,
+    lora_dropout: Annotated[float, _opt("lora_dropout", "--lora-dropout")] = _D.lora_dropout,
+    lora_targets: Annotated[str, _opt("lora_targets", "--lora-targets")] = _D.lora_targets,
+    helper_adapter: Annotated[str | None, _opt("helper_adapter", "--helper-adapter")] = None,
+    main_adapter: Annotated[str | None, _opt("main_adapter", "--main-adapter")] = None,
+    steps: Annotated[int | None, _opt("steps", "--steps")] = None,
+    epochs: Annotated[int, _opt("epochs", "--epochs")] = _D.epochs,
+    problems_per_step: Annotated[int, _opt("problems_per_step", "--problems-per-step")] = _D.problems_per_step,
+    save_every: Annotated[int, _opt("save_every", "--save-every")] = _D.save_every,
+    keep: Annotated[int, _opt("keep", "--keep")] = _D.keep_checkpoints,
+    seed: Annotated[int, _opt("seed", "--seed")] = _D.seed,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder [default: checkpoints/<run>].")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="Run name: the folder checkpoints/<run> [default: <algo>-<time>].")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out/--run from its last checkpoint (same total steps, no repeated data).")] = False,
+    sandbox: Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")] = "auto",
+    events: Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")] = None,
+) -> None:
+    """Train the helper and main agents (MAGRPO) or one agent (GRPO) as LoRA adapters.
+
+    Writes checkpoints/<run>/helper/ and main/ (PEFT adapters that solve, bench and the TUI
+    load), manifest.json and metrics.jsonl. Ctrl-C stops after saving; --resume continues.
+    """
+    import threading
+
+    from coopcode.events import JsonlWriter
+    from coopcode.runtime import resolve_adapter_path
+
+    if events is not None and events != "jsonl":
+        raise UserError(f"--events {events}: the only format is jsonl")
+    params = dict(ctx.params)
+    values: dict[str, Any] = {}
+    for name, field_name in _config_fields().items():
+        values[field_name] = params[name]
+    values["helper_init"] = resolve_adapter_path(helper_adapter, "helper")
+    values["main_init"] = resolve_adapter_path(main_adapter, "main")
+    config = TrainConfig(**values)
+    config.validate()
+    from click.core import ParameterSource
+
+    explicit = {field_name for name, field_name in _config_fields().items()
+                if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+    if resume and out_dir is None and run is None:
+        raise UserError("--resume needs the run: give --out checkpoints/<run> or --run <run>")
+    folder = out_dir or Path("checkpoints") / (run or f"{config.algo}-{time.strftime('%Y%m%d-%H%M%S')}")
+
+    emit: Any = JsonlWriter(sys.stdout) if events else TrainPrinter(err)
+    cancel = threading.Event()
+
+    def on_sigint(_sig: int, _frame: Any) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+        err.print("[yellow]stopping: saving at the end of this step (Ctrl-C again to abort)[/]")
+
+    signal.signal(signal.SIGINT, on_sigint)
+    result = _run(config, folder, resume, explicit, sandbox, emit, cancel)
+    if events is None:
+        err.print(f"[green]{'stopped' if result.stopped else 'done'}[/] at step "
+                  f"{result.step}/{result.total_steps}: {result.out}")
+    raise typer.Exit(130 if result.stopped else 0)
+
+
+def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], backend: str,
+         emit: Any, cancel: Any) -> Any:
+    from coopcode.runtime import open_sandbox_for_cli
+    from coopcode.train.run import train
+
+    def warn(message: str) -> None:
+        err.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+    def progress(message: str) -> None:
+        err.print(f"[dim]{message}[/]", highlight=False)
+
+    # Cheap checks before the sandbox and the model load: bad input fails in a second.
+    from coopcode.train import checkpoint as ckpt
+    from coopcode.train.data import load_training_problems
+    from coopcode.train.run import resolve_config
+
+    ckpt.check_writable(folder)
+    config = resolve_config(config, folder, resume, explicit)
+    load_training_problems(config.problems, config.limit)
+    with open_sandbox_for_cli(backend, warn) as sb:
+        return train(config, folder, resume=resume, sandbox=sb, emit=emit, cancel=cancel,
+                     explicit=explicit, progress=progress)
+
+
+def _config_fields() -> dict[str, str]:
+    """CLI parameter name -> TrainConfig field, for the parameters that are config fields."""
+    from dataclasses import fields
+
+    names = {f.name for f in fields(TrainConfig)}
+    out = {}
+    for param in ("algo", "problems", "limit", "model", "scheme", "joint", "group_size",
+                  "max_new_tokens", "temperature", "top_p", "turns", "gamma", "early_stop_reward",
+                  "timeout", "lr", "lr_schedule", "warmup_steps", "weight_decay", "max_grad_norm",
+                  "std_norm", "logprob", "kl_coef", "log_kl", "micro_batch", "lora_rank",
+                  "lora_alpha", "lora_dropout", "lora_targets", "helper_adapter", "main_adapter",
+                  "steps", "epochs", "problems_per_step", "save_every", "keep", "seed"):
+        field_name = FIELD_OF.get(param, param)
+        assert field_name in names, field_name
+        out[param] = field_name
+    return out
+
+
+class TrainPrinter:
+    """Human output: one line per step on stderr, checkpoints and the end."""
+
+    KEYS = (("reward/mean", "reward {:.3f}"), ("reward/std", "±{:.3f}"), ("pass_rate", "pass {:.0%}"),
+            ("loss", "loss {:+.3f}"), ("grad_norm", "|g| {:.2f}"), ("kl", "kl {:.4f}"),
+            ("tokens_per_s", "{:.0f} tok/s"), ("step_seconds", "{:.1f} s"))
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.total = 0
+
+    def __call__(self, event: Any) -> None:
+        from coopcode import events as ev
+
+        if isinstance(event, ev.Started):
+            self.total = event.total
+            m = event.meta
+            self.console.print(f"[bold]training[/] {m.get('algo')} on {m.get('model')}: "
+                               f"{m.get('problems')} problems, G={m.get('group_size')}, "
+                               f"{event.total} steps -> {m.get('out')}", highlight=False)
+        elif isinstance(event, ev.Metric):
+            parts = [fmt.format(event.values[k]) for k, fmt in self.KEYS if k in event.values]
+            self.console.print(f"step {event.step}/{self.total}  " + "  ".join(parts), highlight=False)
+        elif isinstance(event, ev.Log):
+            style = "yellow" if event.level == "warning" else "dim"
+            self.console.print(f"[{style}]{event.message}[/]", highlight=False)
+
+
+@checkpoints_app.command("list")
+def checkpoints_list(
+    root: Annotated[Path, typer.Option("--dir", help="Folder holding the runs.")] = Path("checkpoints"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the runs as JSON.")] = False,
+) -> None:
+    """The runs in checkpoints/: algorithm, base model, step, recent reward, adapters."""
+    from coopcode.checkpoints import list_checkpoints
+
+    runs = list_checkpoints(root)
+    if as_json:
+        print(json.dumps([r.to_dict() for r in runs], default=str))
+        return
+    if not runs:
+        out.print(f"no runs in {root}/ (train one with `coopcode train`)")
+        return
+    table = Table()
+    for col in ("run", "algo", "base", "step", "reward", "adapters", "size"):
+        table.add_column(col)
+    for r in runs:
+        step = "?" if r.step is None else f"{r.step}/{r.total_steps or '?'}"
+        reward = "?" if r.reward is None else f"{r.reward:.3f}"
+        size = f"{sum(r.adapters.values()) / 1e6:.1f} MB"
+        table.add_row(r.name, r.algorithm, r.base, step, reward, ", ".join(r.adapters) or "-", size)
+    out.print(table)
+
+
+@checkpoints_app.command("show")
+def checkpoints_show(
+    run: Annotated[str, typer.Argument(help="A run name in checkpoints/ or a run folder.")],
+    root: Annotated[Path, typer.Option("--dir", help="Folder holding the runs.")] = Path("checkpoints"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest and curve as JSON.")] = False,
+) -> None:
+    """One run: its base model, algorithm, settings, adapters and training curve."""
+    from coopcode.checkpoints import find_checkpoint, reward_curve
+
+    info = find_checkpoint(run, root)
+    curve = reward_curve(info.metrics_history())
+    if as_json:
+        print(json.dumps({**info.to_dict(), "curve": curve}, default=str))
+        return
+    m = info.manifest
+    base = m.get("base") if isinstance(m.get("base"), dict) else {}
+    out.print(f"[bold]{info.name}[/]  {info.path}")
+    out.print(f"algorithm {info.algorithm}, step {info.step}/{info.total_steps}, "
+              f"resumable at {info.resumable_step if info.resumable_step is not None else '-'}")
+    out.print(f"base {base.get('name', '?')} ({str(base.get('fingerprint', '?'))[:16]}), "
+              f"coopcode {m.get('coopcode_version', '?')}")
+    for role, size in info.adapters.items():
+        out.print(f"  {role}/  {size / 1e6:.1f} MB")
+    config = m.get("config") if isinstance(m.get("config"), dict) else {}
+    if config:
+        keys = ("problems", "scheme", "joint", "group_size", "max_new_tokens", "temperature",
+                "turns", "learning_rate", "lora_rank", "kl_coef", "seed")
+        out.print("config: " + ", ".join(f"{k}={config[k]}" for k in keys if k in config),
+                  highlight=False)
+    if curve:
+        table = Table(title="training curve")
+        for col in ("steps", "reward", "pass rate"):
+            table.add_column(col)
+        for row in curve:
+            table.add_row(row["steps"], f"{row['reward_mean']:.3f}", f"{row['pass_rate']:.1%}")
+        out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Mount `train` and `checkpoints` on the coopcode CLI."""
+    app.command("train")(train)
+    app.add_typer(checkpoints_app, name="checkpoints")

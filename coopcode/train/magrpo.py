@@ -1,0 +1,310 @@
+"""MAGRPO: the helper and main agents trained jointly, as two LoRA adapters on one base.
+
+One step (Algorithm 1 of the MAGRPO paper, with the paper's sum-of-token log-probs):
+1. For each of the step's problems, every agent samples a group of G completions with its
+   current adapter; joint actions are scored in the sandbox (`rollout.RolloutBuilder`).
+2. Returns are discounted over turns and each completion's advantage is its return minus
+   its siblings' mean (`tree`).
+3. Each agent's loss is -mean(A * log pi(a|h)) over its completions (+ kl_coef * KL to the
+   frozen base); log-probs come from one batched forward per sibling group
+   (`logprobs.completion_logprobs`). Each agent has its own AdamW, schedule and clipping.
+
+GRPO (`grpo.GRPOTrainer`) is the same trainer with one agent.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from coopcode.collab import main_calls_helper
+from coopcode.errors import UserError
+from coopcode.problems import Problem
+from coopcode.rewards import RewardFn, magrpo_reward
+from coopcode.train.config import TrainConfig, lora_target_modules
+from coopcode.train.data import ProblemOrder
+from coopcode.train.logprobs import completion_logprobs
+from coopcode.train.rollout import (
+    ADAPTER_OF_ROLE,
+    ExecutionScorer,
+    ProblemRollout,
+    RolloutBuilder,
+    RolloutStats,
+    Scorer,
+)
+from coopcode.train.tree import (
+    Node,
+    Sample,
+    assign_advantages,
+    discounted_returns,
+    mean,
+    reward_levels,
+)
+from sandbox import Sandbox
+
+
+class TrainingStopped(Exception):
+    """A stop was requested; the trainer is at the end of step `step` (nothing half-applied)."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__(f"stopped after step {step}")
+        self.step = step
+
+
+def lr_lambda(config: TrainConfig, total_steps: int) -> Any:
+    """Multiplier of the learning rate at a step: linear warm-up, then the schedule."""
+    warm = config.warmup_steps
+
+    def factor(step: int) -> float:
+        if step < warm:
+            return (step + 1) / (warm + 1)
+        if config.lr_schedule == "constant":
+            return 1.0
+        progress = min(1.0, (step - warm) / max(1, total_steps - warm))
+        if config.lr_schedule == "linear":
+            return 1.0 - progress
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return factor
+
+
+class MAGRPOTrainer:
+    """Trains the agents of `config.roles` on `problems` with an engine's trainable adapters."""
+
+    algorithm = "magrpo"
+    default_reward: RewardFn = staticmethod(magrpo_reward)  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        engine: Any,  # a TransformersEngine: adapters are trained in place on its base model
+        config: TrainConfig,
+        problems: Sequence[Problem],
+        *,
+        sandbox: Sandbox | None = None,
+        scorer: Scorer | None = None,
+        reward_fn: RewardFn | None = None,
+        total_steps: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        config.validate()
+        if config.algo != self.algorithm:
+            raise UserError(f"{type(self).__name__} trains {self.algorithm}, not {config.algo}")
+        if not problems:
+            raise UserError("no problems to train on")
+        if scorer is None:
+            if sandbox is None:
+                raise ValueError("the execution reward needs a sandbox (or pass a scorer)")
+            scorer = ExecutionScorer(sandbox, reward_fn or self.default_reward, config.timeout)
+        self.engine, self.config, self.problems = engine, config, list(problems)
+        self.roles = config.roles
+        self.order = ProblemOrder(len(self.problems), config.problems_per_step, config.seed)
+        self.total_steps = total_steps or config.total_steps(len(self.problems))
+        self.cancel = cancel
+        self.rollouts = RolloutBuilder(engine, config, scorer, sandbox, cancel=cancel)
+        self.params: dict[str, list[Any]] = {}
+        self.optimizers: dict[str, torch.optim.Optimizer] = {}
+        self.schedulers: dict[str, Any] = {}
+        self._attach_adapters()
+        self.step = 0  # optimizer steps completed
+        self.last_rollouts: list[ProblemRollout] = []
+
+    # -- set-up -----------------------------------------------------------------------------
+
+    def _attach_adapters(self) -> None:
+        from peft import LoraConfig
+
+        cfg = self.config
+        lora = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                          target_modules=lora_target_modules(cfg.lora_targets), bias="none",
+                          task_type="CAUSAL_LM")
+        inits = {"helper": cfg.helper_init, "main": cfg.main_init, "single": cfg.main_init}
+        for role in self.roles:
+            name = ADAPTER_OF_ROLE[role]
+            params = self.engine.add_trainable_adapter(name, lora, weights=inits[role])
+            self.params[role] = params
+            opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+            self.optimizers[role] = opt
+            self.schedulers[role] = torch.optim.lr_scheduler.LambdaLR(
+                opt, lr_lambda(cfg, self.total_steps))
+
+    def adapter_names(self) -> dict[str, str]:
+        """role -> adapter (and folder) name."""
+        return {role: ADAPTER_OF_ROLE[role] for role in self.roles}
+
+    # -- a step -----------------------------------------------------------------------------
+
+    def train_step(self) -> dict[str, float]:
+        """Sample, score, update every agent once; return the step's metrics."""
+        cfg = self.config
+        started = time.time()
+        problems = [self.problems[i] for i in self.order.indices(self.step)]
+        rollouts, rstats = self.rollouts.run(problems, self.step)
+        self._check_cancel()
+        for r in rollouts:
+            discounted_returns(r.root, cfg.gamma)
+            assign_advantages(r.root, scale_by_std=cfg.advantage_std)
+        self.last_rollouts = rollouts
+        update_started = time.time()
+        metrics: dict[str, float] = {}
+        for role in self.roles:
+            groups = [sibs for r in rollouts for n in r.root.walk()
+                      for sibs in siblings(n.samples.get(role, []))]
+            metrics.update(self.accumulate(role, groups))
+        self._check_cancel()  # the last point to stop: the optimizer steps go together
+        for role in self.roles:
+            metrics.update(self.apply_gradients(role))
+        self.step += 1
+        done = time.time()
+        metrics.update(self._step_metrics(rollouts, rstats))
+        metrics.update({
+            "loss": sum(metrics[f"{r}/loss"] for r in self.roles),
+            "grad_norm": max(metrics[f"{r}/grad_norm"] for r in self.roles),
+            "lr": self.schedulers[self.roles[0]].get_last_lr()[0],
+            "epoch": self.order.epoch(self.step - 1),
+            "gen_seconds": rstats.gen_seconds,
+            "score_seconds": rstats.score_seconds,
+            "update_seconds": done - update_started,
+            "step_seconds": done - started,
+            "tokens_per_s": rstats.gen_tokens / max(rstats.gen_seconds, 1e-9),
+        })
+        kls = [metrics[f"{r}/kl"] for r in self.roles if f"{r}/kl" in metrics]
+        if kls:
+            metrics["kl"] = mean(kls)
+        return metrics
+
+    def accumulate(self, role: str, groups: list[list[Sample]]) -> dict[str, float]:
+        """Accumulate this agent's policy-gradient (and KL) gradients over its sibling groups.
+
+        The loss is normalised by all of the agent's samples, so skipping some changes nothing.
+        """
+        cfg = self.config
+        need_kl = cfg.kl_coef > 0 or cfg.log_kl
+        samples = [s for g in groups for s in g]
+        total = max(1, len(samples))
+        # A zero-advantage sample adds nothing to the policy gradient: skip its forward
+        # (often whole groups, when every joint action got the same reward).
+        work = [[s for s in g if s.completion_ids and (s.advantage != 0.0 or need_kl)]
+                for g in groups]
+        peft = self.engine.peft
+        peft.set_adapter(ADAPTER_OF_ROLE[role])  # also makes only this adapter's weights trainable
+        loss_sum, kl_sum, ent_sum, tokens = 0.0, 0.0, 0.0, 0
+        for group in work:
+            for start in range(0, len(group), cfg.micro_batch):
+                self._check_cancel()
+                chunk = group[start:start + cfg.micro_batch]
+                prompts = [s.prompt_ids for s in chunk]
+                comps = [s.completion_ids for s in chunk]
+                adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32)
+                with torch.enable_grad():
+                    lp = completion_logprobs(self.engine.base, prompts, comps,
+                                             temperature=cfg.temperature)
+                    seq = lp.reduce(cfg.logprob_reduction)
+                    loss = -(adv.to(seq.device) * seq).sum() / total
+                    if need_kl:
+                        with torch.no_grad(), peft.disable_adapter():
+                            ref = completion_logprobs(self.engine.base, prompts, comps,
+                                                      temperature=cfg.temperature)
+                        # k3 estimator (Schulman): exp(r) - r - 1 >= 0, r = log pi_ref - log pi
+                        r = (ref.values - lp.values) * lp.mask
+                        k3 = (torch.exp(r) - r - 1) * lp.mask
+                        kl_tok = k3.sum(1)
+                        if cfg.logprob_reduction == "mean":
+                            kl_tok = kl_tok / lp.mask.sum(1).clamp(min=1)
+                        kl_sum += float(k3.sum())
+                        if cfg.kl_coef > 0:
+                            loss = loss + cfg.kl_coef * kl_tok.sum() / total
+                    if loss.requires_grad:
+                        loss.backward()
+                loss_sum += float(loss)
+                ent_sum += float((lp.entropy * lp.mask).sum())
+                tokens += int(lp.mask.sum())
+        out = {
+            f"{role}/loss": loss_sum,
+            f"{role}/entropy": ent_sum / tokens if tokens else 0.0,
+            f"{role}/adv_abs": mean([abs(s.advantage) for s in samples]),
+            f"{role}/completion_tokens": mean([len(s.completion_ids) for s in samples]),
+            f"{role}/trained_samples": float(sum(len(g) for g in work)),
+        }
+        if need_kl:
+            out[f"{role}/kl"] = kl_sum / tokens if tokens else 0.0
+        return out
+
+    def _check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            for opt in self.optimizers.values():
+                opt.zero_grad(set_to_none=True)
+            raise TrainingStopped(self.step)
+
+    def apply_gradients(self, role: str) -> dict[str, float]:
+        """Clip, step this agent's optimizer and schedule, clear its gradients."""
+        params = [p for p in self.params[role] if p.grad is not None]
+        norm = 0.0
+        if params:
+            if self.config.max_grad_norm > 0:
+                norm = float(torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm))
+            else:
+                norm = float(torch.linalg.vector_norm(
+                    torch.stack([torch.linalg.vector_norm(p.grad) for p in params])))
+        # Always step (AdamW skips weights without a gradient) so the scheduler stays in order.
+        self.optimizers[role].step()
+        self.optimizers[role].zero_grad(set_to_none=True)
+        lr = self.schedulers[role].get_last_lr()[0]
+        self.schedulers[role].step()
+        return {f"{role}/grad_norm": norm, f"{role}/lr": lr}
+
+    def _step_metrics(self, rollouts: list[ProblemRollout], rstats: RolloutStats) -> dict[str, float]:
+        roots = [r.root for r in rollouts]
+        out = {k: float(v) for k, v in reward_levels(roots).items()}
+        out["return/mean"] = mean([x for n in roots for x in n.returns])
+        if self.config.turns > 1:
+            nodes = [n for r in roots for n in r.walk()]
+            for t in range(1, self.config.turns + 1):
+                at = [n for n in nodes if n.turn == t]
+                if at:
+                    out[f"turn{t}/reward_mean"] = mean([x for n in at for x in n.rewards])
+                    out[f"turn{t}/nodes"] = float(len(at))
+        if "helper" in self.roles:
+            calls = [main_calls_helper(n.samples["main"][a.members["main"]].code,
+                                       n.samples["helper"][a.members["helper"]].code)
+                     for n in roots for a in n.actions]
+            out["main_calls_helper"] = mean([1.0 if c else 0.0 for c in calls])
+        out["truncated_rate"] = rstats.finish.get("length", 0) / max(1, rstats.samples)
+        return out
+
+    # -- state ------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything but the adapter weights that a resumed run needs."""
+        return {
+            "step": self.step,
+            "optimizers": {r: o.state_dict() for r, o in self.optimizers.items()},
+            "schedulers": {r: s.state_dict() for r, s in self.schedulers.items()},
+            "rng": {"python": random.getstate(), "torch": torch.get_rng_state()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.step = int(state["step"])
+        for r in self.roles:
+            self.optimizers[r].load_state_dict(state["optimizers"][r])
+            self.schedulers[r].load_state_dict(state["schedulers"][r])
+        random.setstate(state["rng"]["python"])
+        torch.set_rng_state(state["rng"]["torch"])
+
+
+def siblings(samples: list[Sample]) -> list[list[Sample]]:
+    """One node's samples of one agent split into sibling groups (they share a prompt prefix)."""
+    groups: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        groups[s.group].append(s)
+    return [groups[k] for k in sorted(groups)]
+
+
+def all_nodes(rollouts: Sequence[ProblemRollout]) -> list[Node]:
+    return [n for r in rollouts for n in r.root.walk()]

@@ -1,0 +1,62 @@
+"""Where step metrics go: metrics.jsonl, events (the TUI plots them), TensorBoard if present."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from coopcode.events import Emit, Metric
+
+
+class MetricsLog:
+    """Appends one JSON line per step and emits a `Metric` event with the same values."""
+
+    def __init__(self, out: Path, emit: Emit, *, tensorboard: bool = True) -> None:
+        self.path = out / "metrics.jsonl"
+        self.emit = emit
+        self.history: list[dict[str, Any]] = _read(self.path)
+        self._tb: Any = None
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
+
+                self._tb = SummaryWriter(str(out / "tb"))
+            except ImportError:
+                self._tb = None
+
+    def log(self, step: int, values: dict[str, float], extra: dict[str, Any] | None = None) -> None:
+        clean = {k: float(v) for k, v in values.items()}
+        record = {"step": step, **clean, **(extra or {})}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())  # a line per step is cheap; a SIGKILL must not cut it
+        self.history.append(record)
+        self.emit(Metric(step=step, values=clean))
+        if self._tb is not None:
+            for k, v in clean.items():
+                self._tb.add_scalar(k, v, step)
+            self._tb.flush()
+
+    def recent(self, key: str, window: int = 10) -> float | None:
+        """Mean of `key` over the last `window` steps (None when never logged)."""
+        vals = [r[key] for r in self.history[-window:] if isinstance(r.get(key), int | float)]
+        return sum(vals) / len(vals) if vals else None
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out

@@ -1,0 +1,188 @@
+"""`train`: a whole run — set-up, resume, the step loop, checkpoints, metrics and events."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from coopcode.errors import UserError
+from coopcode.events import Emit, Finished, Log, Progress, Started, ignore
+from coopcode.problems import Problem
+from coopcode.train import checkpoint as ckpt
+from coopcode.train.config import TrainConfig
+from coopcode.train.data import load_training_problems
+from coopcode.train.metrics import MetricsLog
+
+# Fields --resume may change; everything else must match the saved run (or the resumed run
+# would not be the run that was started).
+RESUMABLE_OVERRIDES = ("steps", "save_every", "keep_checkpoints", "timeout")
+
+
+@dataclass
+class TrainResult:
+    out: Path
+    step: int
+    total_steps: int
+    stopped: bool = False  # a stop was requested before the last step
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_config(config: TrainConfig, out: Path, resume: bool,
+                   explicit: set[str] | None = None) -> TrainConfig:
+    """The config to run: the given one for a new run, the saved one (plus allowed changes)
+    for `--resume`. `explicit` names the fields the user set (to catch conflicting flags)."""
+    saved_path = out / "config.json"
+    has_run = saved_path.exists() or ckpt.latest_state(out) is not None
+    if not resume:
+        if has_run:
+            raise UserError(f"{out} already holds a training run: pass --resume to continue it, "
+                            "or choose another --out")
+        return config
+    if not saved_path.exists():
+        raise UserError(f"{out}: no training run to resume (no config.json)")
+    try:
+        saved = TrainConfig.from_dict(json.loads(saved_path.read_text()))
+    except (OSError, json.JSONDecodeError, TypeError) as e:
+        raise UserError(f"{saved_path}: unreadable ({e})") from None
+    changes = {}
+    for name in sorted(explicit or ()):
+        new, old = getattr(config, name), getattr(saved, name)
+        if new == old:
+            continue
+        if name not in RESUMABLE_OVERRIDES:
+            flag = "--" + name.replace("_", "-")
+            raise UserError(f"--resume continues {out} with its saved settings: {flag} was "
+                            f"{old!r}, not {new!r} (only {', '.join(RESUMABLE_OVERRIDES)} may change)")
+        changes[name] = new
+    return replace(saved, **changes)
+
+
+def make_trainer(engine: Any, config: TrainConfig, problems: list[Problem], **kw: Any) -> Any:
+    from coopcode.train.grpo import GRPOTrainer
+    from coopcode.train.magrpo import MAGRPOTrainer
+
+    cls = GRPOTrainer if config.algo == "grpo" else MAGRPOTrainer
+    return cls(engine, config, problems, **kw)
+
+
+def train(
+    config: TrainConfig,
+    out: Path,
+    *,
+    resume: bool = False,
+    engine: Any = None,
+    sandbox: Any = None,
+    scorer: Any = None,
+    emit: Emit = ignore,
+    cancel: threading.Event | None = None,
+    explicit: set[str] | None = None,
+    progress: Any = None,
+) -> TrainResult:
+    """Train (or resume) the run in `out`; `engine` and `sandbox` are loaded by the caller
+    (or the engine here from `config.model`)."""
+    config.validate()
+    ckpt.check_writable(out)
+    config = resolve_config(config, out, resume, explicit)
+    problems = load_training_problems(config.problems, config.limit)
+    state_dir = ckpt.latest_state(out) if resume else None
+    state_info = json.loads((state_dir / "state.json").read_text()) if state_dir else {}
+    if engine is None:
+        from coopcode.engines import load_engine
+
+        engine = load_engine(config.model, progress=progress)
+    _check_base(out, engine, resume)
+    if state_info and state_info.get("task_ids") != [p.task_id for p in problems]:
+        raise UserError(f"{out}: the problems changed since the run started "
+                        f"({config.problems}); resume with the same data")
+
+    cancel = cancel or threading.Event()
+    trainer = make_trainer(engine, config, problems, sandbox=sandbox, scorer=scorer, cancel=cancel)
+    total = trainer.total_steps
+    names = list(trainer.adapter_names().values())
+    if state_dir is not None:
+        trainer_state, _ = ckpt.load_state(state_dir)
+        for name in names:
+            engine.load_adapter_weights(name, str(state_dir / name))
+        trainer.load_state_dict(trainer_state)
+        ckpt.publish_adapters(out, state_dir, names)
+    ckpt.truncate_metrics(out / "metrics.jsonl", trainer.step)
+    if not (out / "config.json").exists():
+        ckpt.write_json_atomic(out / "config.json", config.to_dict())
+    log = MetricsLog(out, emit)
+    emit(Started(job="train", total=total, meta={
+        "out": str(out), "algo": config.algo, "model": engine.model_name,
+        "problems": len(problems), "group_size": config.group_size,
+        "resumed_from": trainer.step if state_dir else None,
+    }))
+    if state_dir is not None:
+        emit(Log(message=f"resuming {out} at step {trainer.step}/{total}"))
+
+    def save(step: int) -> None:
+        def write_adapters(folder: Path) -> None:
+            for name in names:
+                engine.save_adapter(name, folder / name)
+
+        info = {"task_ids": [p.task_id for p in problems], "algorithm": config.algo,
+                "base": {"name": engine.model_name, "fingerprint": engine.model_fingerprint}}
+        final = ckpt.save_state(out, step, trainer.state_dict(), write_adapters, info,
+                                keep=config.keep_checkpoints)
+        ckpt.publish_adapters(out, final, names)
+        last = log.history[-1] if log.history else {}
+        metrics = {"reward_mean": log.recent("reward/mean"), "pass_rate": log.recent("pass_rate"),
+                   "window": min(10, len(log.history)),
+                   "last": {k: v for k, v in last.items() if k != "samples"}}
+        ckpt.write_json_atomic(out / "manifest.json", ckpt.manifest(
+            base_name=engine.model_name, fingerprint=engine.model_fingerprint,
+            algorithm=config.algo, config=config.to_dict(), step=step, total_steps=total,
+            metrics=metrics, adapters=names, run=out.name))
+        emit(Log(message=f"checkpoint step {step}: {out}"))
+
+    from coopcode.train.magrpo import TrainingStopped
+
+    started, first_step = time.time(), trainer.step
+    stopped = False
+    try:
+        while trainer.step < total:
+            if cancel.is_set():
+                raise TrainingStopped(trainer.step)
+            values = trainer.train_step()
+            step = trainer.step
+            log.log(step, values, extra={"task_ids": [r.problem.task_id for r in trainer.last_rollouts]})
+            rate = (time.time() - started) / max(1, step - first_step)
+            emit(Progress(done=step, total=total, label=f"step {step}/{total}",
+                          eta_s=rate * (total - step)))
+            if step % config.save_every == 0 or step == total:
+                save(step)
+    except TrainingStopped:
+        stopped = True
+        saved = ckpt.latest_state(out)
+        if trainer.step > 0 and (saved is None or not saved.name.endswith(f"{trainer.step:06d}")):
+            save(trainer.step)
+        emit(Log(message=f"stopped after step {trainer.step}; rerun with --resume to continue"))
+    finally:
+        log.close()
+    last = log.history[-1] if log.history else {}
+    result = TrainResult(out, trainer.step, total, stopped, last)
+    emit(Finished(job="train", summary={"out": str(out), "step": trainer.step, "total_steps": total,
+                                        "stopped": stopped,
+                                        "reward_mean": log.recent("reward/mean")}))
+    return result
+
+
+def _check_base(out: Path, engine: Any, resume: bool) -> None:
+    """A resumed run must continue on the base model it started on."""
+    if not resume:
+        return
+    state = ckpt.latest_state(out)
+    info = json.loads((state / "state.json").read_text()) if state else {}
+    base = info.get("base") or {}
+    trained_on = base.get("fingerprint")
+    if trained_on and engine.model_fingerprint and trained_on != engine.model_fingerprint:
+        raise UserError(f"{out} was trained on {base.get('name', 'another model')} "
+                        f"({trained_on[:12]}), not {engine.model_name} "
+                        f"({engine.model_fingerprint[:12]}): resume it with --model "
+                        f"{base.get('name', '...')}")
