@@ -36,6 +36,7 @@ HelperOpt = Annotated[str | None, typer.Option("--helper-adapter", help="LoRA ad
 MainOpt = Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")]
 SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")]
 EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
+EngineOpt = Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (GPU machines, optional extra).")]
 DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="bfloat16 or float32 [default: bfloat16 where the CPU has bf16 instructions].")]
 
 
@@ -87,6 +88,7 @@ def solve(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     events: EventsOpt = None,
     dtype: DtypeOpt = None,
+    engine: EngineOpt = "transformers",
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
     from coopcode.collab import SCHEMES
@@ -112,7 +114,8 @@ def solve(
     quiet = as_json or events is not None
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=_dtype(dtype))
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=_dtype(dtype),
+                         engine=engine)
     with open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             result = run_solve(prob, agents.engine, sb, config, helper_adapter=agents.helper_name,
@@ -149,6 +152,7 @@ def bench(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     events: EventsOpt = None,
     dtype: DtypeOpt = None,
+    engine: EngineOpt = "transformers",
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
     from coopcode.bench import BenchConfig, run_bench
@@ -166,7 +170,8 @@ def bench(
     quiet = as_json or events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=_dtype(dtype))
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=_dtype(dtype),
+                         engine=engine)
     with open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             summary = run_bench(config, probs, agents.engine, sb, folder,
