@@ -96,6 +96,7 @@ def _confine(p: Mapping[str, Any]) -> None:
     confine.set_cpu_limit(int(p["cpu_limit"]))
     if p.get("uid") is not None:
         confine.drop_privileges(int(p["uid"]), int(p["gid"]))
+    confine.set_no_new_privs()
     confine.set_parent_death_signal(signal.SIGKILL)  # set after setuid, which clears it
     confine.raise_oom_score()
     os.umask(0o077)

@@ -19,6 +19,7 @@ CLONE_NEWNET = 0x40000000
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_NO_NEW_PRIVS = 38
 
 MS_RDONLY = 1
 MS_NOSUID = 2
@@ -37,7 +38,7 @@ def _lib() -> ctypes.CDLL:
     if _libc is None:
         lib = ctypes.CDLL(None, use_errno=True)
         lib.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_char_p]
-        lib.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong]
+        lib.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
         _libc = lib
     return _libc
 
@@ -49,7 +50,7 @@ def _check(rc: int, what: str) -> None:
 
 
 def prctl(option: int, arg: int) -> None:
-    _check(_lib().prctl(option, arg, 0), f"prctl({option})")
+    _check(_lib().prctl(option, arg, 0, 0, 0), f"prctl({option})")  # unused args must be 0
 
 
 def set_dumpable(flag: bool) -> None:
@@ -64,6 +65,11 @@ def set_parent_death_signal(sig: int) -> None:
 def set_child_subreaper() -> None:
     """Orphaned descendants get reparented to us, so we can reap (and count) them."""
     prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def set_no_new_privs() -> None:
+    """execve can never grant privileges again (setuid binaries, file capabilities)."""
+    prctl(_PR_SET_NO_NEW_PRIVS, 1)
 
 
 def unshare(flags: int) -> None:

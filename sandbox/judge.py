@@ -106,11 +106,12 @@ class Judge:
             raise ChildGone(self.gone)
         try:
             write_frame(self._req, msg)
+        except BrokenPipeError:
+            pass  # the child is gone, but what it said before going is still to be read
+        try:
             return self._receive()
-        except (BrokenPipeError, ProtocolError, EOFError) as e:
-            if isinstance(e, ProtocolError):
-                return self._die(f"the program broke the protocol: {e}")
-            return self._die(self._await_notice(2.0))
+        except ProtocolError as e:
+            return self._die(f"the program broke the protocol: {e}")
 
     def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:

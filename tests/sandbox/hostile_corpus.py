@@ -182,6 +182,25 @@ def solve(x):
         pass
     return 0
 """, FAILED, ERROR),
+    case("become_root", """
+import os, subprocess
+def solve(x):
+    report = []
+    for attempt in (lambda: os.setuid(0), lambda: os.setgid(0), lambda: os.setgroups([0])):
+        try:
+            attempt()
+            report.append("escalated")
+        except OSError as e:
+            report.append(repr(e))
+    for cmd in (["su", "-c", "id"], ["sudo", "-n", "id"], ["mount", "-t", "tmpfs", "x", "/mnt"]):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=2)
+            report.append(out.stdout + out.stderr)
+        except (OSError, subprocess.SubprocessError) as e:
+            report.append(repr(e))
+    print(report, os.getuid(), os.geteuid())
+    return 0 if os.geteuid() else x * x
+""", FAILED, checks=("not_root",)),
     case("ctypes_segfault", """
 import ctypes
 def solve(x):

@@ -142,6 +142,8 @@ def host_checks(case: HostileCase, v: Verdict, host: HostEnv) -> None:
         assert host.connections == []
     if "no_secret" in case.checks:
         assert host.secret not in everything
+    if "not_root" in case.checks:
+        assert "escalated" not in v.stdout and "uid=0(" not in v.stdout
     if "no_test_source" in case.checks:
         assert "candidate(2) == 4" not in v.stdout and "candidate(3) == 9" not in v.stdout
 
