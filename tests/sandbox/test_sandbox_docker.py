@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -109,19 +110,27 @@ def test_stale_containers_of_dead_owners_are_removed_at_start(docker_client: obj
         dc.containers.get(stale.id)
 
 
-def test_containers_go_when_their_owner_is_killed(docker_client: object) -> None:
-    # The owner dies without any chance to clean up (SIGKILL): its attach sockets close,
-    # Docker closes the runners' stdin, the runners exit and auto-remove takes them.
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["ctrl-c", "sigterm", "sigkill"])
+def test_containers_go_when_their_owner_is_interrupted_or_killed(
+    docker_client: object, sig: signal.Signals
+) -> None:
+    # Ctrl-C ends in atexit, SIGTERM in our handler; SIGKILL leaves no chance to clean up:
+    # then the attach sockets close, Docker closes the runners' stdin (StdinOnce), the
+    # runners exit and auto-remove takes the containers.
     code = ("from sandbox.docker_backend import DockerSandbox\n"
-            "import sys, time\n"
+            "import time\n"
             "sb = DockerSandbox(2)\n"
             "print('ready', flush=True)\n"
             "time.sleep(600)\n")
-    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
     owned = owner_id(owner.pid)
     try:
         assert owner.stdout is not None and owner.stdout.readline().strip() == "ready"
         assert len(sandbox_containers(docker_client, owned)) == 2
+        owner.send_signal(sig)
+        owner.wait(timeout=30)
     finally:
         owner.kill()
         owner.wait()
