@@ -14,6 +14,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import (
     Button,
@@ -94,25 +95,31 @@ class CollaborateScreen(Screen[None]):
                     with Vertical(id="browser"):
                         yield Input(placeholder="search HumanEval", id="search", compact=True)
                         yield OptionList(id="problems")
-                    yield TextArea.code_editor("", language="python", id="prompt",
-                                               soft_wrap=True)
+                    prompt = TextArea.code_editor("", id="prompt", soft_wrap=True)
+                    prompt.border_title = "prompt · type or paste, or pick one"
+                    yield prompt
+            # The hidden tabs mount just after the first frame (Lazy): start-up pays only for
+            # what is on screen.
             with TabPane("Agents", id="tab-agents"):
-                with Horizontal(id="panes"):
-                    yield AgentPane("helper", id="helper-pane")
-                    yield AgentPane("main", id="main-pane")
+                yield Lazy(Horizontal(AgentPane("helper", id="helper-pane"),
+                                      AgentPane("main", id="main-pane"), id="panes"))
             with TabPane("Program", id="tab-program"):
-                yield TextArea.code_editor("", language="python", id="program", soft_wrap=True)
-                with Horizontal(id="results"):
-                    yield TestsTable(id="tests")
-                    yield VerdictSummary(id="summary")
+                program = TextArea.code_editor("", id="program", soft_wrap=True)
+                program.border_title = "combined program · editable"
+                summary = VerdictSummary("[dim]Ctrl+R runs the agents[/]", id="summary")
+                yield Lazy(Vertical(program, Horizontal(TestsTable(id="tests"), summary,
+                                                        id="results"), id="program-pane"))
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        self.query_one("#prompt", TextArea).border_title = "prompt · type or paste, or pick one"
-        self.query_one("#program", TextArea).border_title = "combined program · editable"
-        self.query_one("#summary", VerdictSummary).show_idle("Ctrl+R runs the agents")
         self.set_interval(FLUSH_EVERY, self._flush_deltas)
+        self.call_after_refresh(self._highlight_editors)
         self._load_problems()
+
+    def _highlight_editors(self) -> None:
+        # After the first frame: each highlight query takes ~0.1 s to compile.
+        for editor in self.query("#prompt, #program").results(TextArea):
+            editor.language = "python"
 
     # -- problems ---------------------------------------------------------------------------
 

@@ -29,8 +29,10 @@ class AgentPane(Vertical):
         self.prefix = ""  # code the prompt pre-filled: the model's text continues it
 
     def compose(self) -> ComposeResult:
-        yield TextArea("", language="python", read_only=True, soft_wrap=True,
-                       show_line_numbers=False, id=f"{self.role}-code", classes="stream")
+        # No language yet: compiling the highlight query costs ~0.1 s per editor, paid at the
+        # first run instead of at start-up (see `reset`).
+        yield TextArea("", read_only=True, soft_wrap=True, show_line_numbers=False,
+                       id=f"{self.role}-code", classes="stream")
 
     def on_mount(self) -> None:
         self.set_interval(0.5, self._refresh_title)
@@ -44,7 +46,10 @@ class AgentPane(Vertical):
         self.text, self.tokens, self.turn, self.prefix = "", 0, 0, prefix
         self.started = self.finished = None
         self.state = "idle"
-        self.code_view.load_text("")
+        view = self.code_view
+        if view.language is None:
+            view.language = "python"
+        view.load_text("")
         self._refresh_title()
 
     def append(self, delta: str, turn: int = 1, tokens: int = 1) -> None:

@@ -26,13 +26,17 @@ class TestsTable(DataTable[Any]):
 
     __test__ = False  # not a pytest class, despite the name
 
+    COLUMNS = ("#", "result", "test", "message")
+
     def on_mount(self) -> None:
         self.cursor_type = "row"
         self.zebra_stripes = True
-        self.add_columns("#", "result", "test", "message")
+        self.add_columns(*self.COLUMNS)
 
     def show(self, verdict: dict[str, Any]) -> None:
-        self.clear()
+        # New columns each time: auto widths are then measured on this verdict's rows.
+        self.clear(columns=True)
+        self.add_columns(*self.COLUMNS)
         for t in verdict.get("tests", []):
             msg = f"{t['error_type']}: {t['message']}" if t.get("error_type") else t.get("message", "")
             self.add_row(str(t["index"] + 1), Text(t["status"], style=STATUS_STYLE.get(t["status"], "")),

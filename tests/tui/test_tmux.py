@@ -1,0 +1,83 @@
+"""End to end in a real terminal: tmux runs `coopcode tui`, keys go in, the pane is read back.
+
+The agents are the scripted demo pair (`--scripted`) so the run is fast and its code known;
+the program runs in the real process sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+COOPCODE = Path(sys.executable).with_name("coopcode")
+
+
+class Tmux:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+    def capture(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.name)
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", self.name, *keys)
+
+    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.capture()
+            if text in screen:
+                return screen
+            time.sleep(0.02)
+        raise AssertionError(f"{text!r} never appeared; the pane shows:\n{self.capture()}")
+
+    def alive(self) -> bool:
+        return subprocess.run(["tmux", "has-session", "-t", self.name],
+                              capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def tmux(tmp_path: Path):
+    session = Tmux(f"coopcode-test-{os.getpid()}")
+    yield session
+    if session.alive():
+        session.run("kill-session", "-t", session.name)
+
+
+def test_tui_in_tmux_streams_code_and_shows_test_results(tmux: Tmux, tmp_path: Path):
+    command = (f"cd {tmp_path} && COOPCODE_CACHE={tmp_path / 'cache'} {COOPCODE} tui --scripted "
+               f"--sandbox process --problem HumanEval/0; sleep 30")
+    started = time.monotonic()
+    tmux.run("new-session", "-d", "-s", tmux.name, "-x", "80", "-y", "24", command)
+    tmux.wait_for("F3 Collaborate", timeout=30)
+    first_frame = time.monotonic() - started
+    tmux.wait_for("has_close_elements", timeout=30)
+    tmux.wait_for("scripted-demo", timeout=30)  # the agents are loaded
+    print(f"first frame after {first_frame:.2f}s")
+    tmux.keys("C-r")
+    # The agents' code appears in their panes while they write...
+    streaming = tmux.wait_for("helper ·", timeout=30)
+    assert "def aux(" in tmux.wait_for("def aux(", timeout=30) or "def aux(" in streaming
+    # ...then the combined program and the sandbox's verdict on the hidden tests.
+    screen = tmux.wait_for("PASSED", timeout=60)
+    assert "7/7 tests" in screen
+    assert "def aux(a: float, b: float) -> float:" in screen
+    assert screen.count("passed") >= 5
+    assert "assert candidate([1.0, 2.0" in screen  # the tests themselves, not just a count
+    assert "aux inside a loop" in screen  # the cooperation pattern
+    tmux.keys("C-q")
+    deadline = time.monotonic() + 15
+    while "F3 Collaborate" in tmux.capture() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "F3 Collaborate" not in tmux.capture(), "Ctrl+Q quits"
