@@ -56,6 +56,8 @@ class Judge:
         self._link_reader = link_reader
         self._job_id = job_id
         self._reader = FrameReader()
+        self._pending: list[bytes] = []
+        self.calls = 0  # calls into the program, for the verdict's extra
         self.gone = ""  # why the program can no longer answer, once it cannot
 
     # ------------------------------------------------------------ talking to the child
@@ -104,6 +106,7 @@ class Judge:
     def request(self, msg: Mapping[str, Any]) -> dict[str, Any]:
         if self.gone:
             raise ChildGone(self.gone)
+        self.flush()
         try:
             write_frame(self._req, msg)
         except BrokenPipeError:
@@ -119,6 +122,7 @@ class Judge:
                        "kwargs": encode_value(kwargs)}
         except UnsupportedValue as e:
             raise UnsupportedValue(f"the tests passed a non-data argument to {name}: {e}") from None
+        self.calls += 1
         reply = self.request(payload)
         if "ok" in reply:
             try:
@@ -137,13 +141,22 @@ class Judge:
     # ------------------------------------------------------------ running the tests
 
     def report(self, msg: Mapping[str, Any]) -> None:
-        self._link.sendall(pack_frame(dict(msg, id=self._job_id)))
+        self._pending.append(pack_frame(dict(msg, id=self._job_id)))
+
+    def flush(self) -> None:
+        """Send buffered reports. Called before every wait on the program (so whatever was
+        decided is with the runner if the program then hangs) and at the end: one wakeup of
+        the runner per call instead of one per report."""
+        if self._pending:
+            data, self._pending = b"".join(self._pending), []
+            self._link.sendall(data)
 
     def run(self, job: Mapping[str, Any]) -> None:
         try:
             self._run(job)
         finally:
-            self.report({"op": "done"})  # the runner's cue that this job is over
+            self.report({"op": "done", "calls": self.calls})  # the runner's cue: job over
+            self.flush()
 
     def _run(self, job: Mapping[str, Any]) -> None:
         names = list(job.get("names", ()))

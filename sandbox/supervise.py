@@ -80,6 +80,7 @@ class Outcome:
     timed_out: str = ""
     child_status: int | None = None
     killed_at_end: bool = False  # the program was alive when the job ended: we killed it
+    calls: int = 0  # calls the tests made into the program
     judge_crashed: bool = False
     cpu: float = 0.0
     wall: float = 0.0
@@ -147,7 +148,7 @@ class Outcome:
             "stdout": self.stdout.text(),
             "stderr": self.stderr.text(),
             "detail": detail,
-            "extra": {"cpu_seconds": round(self.cpu, 3), "exit": exit_desc,
+            "extra": {"cpu_seconds": round(self.cpu, 3), "exit": exit_desc, "calls": self.calls,
                       "stdout_bytes": self.stdout.total, "stderr_bytes": self.stderr.total},
         }
 
@@ -155,7 +156,7 @@ class Outcome:
 def _error_line(err: Any) -> str:
     if isinstance(err, list) and len(err) == 3:
         kind, msg, line = err
-        where = f" (line {line})" if isinstance(line, int) else ""
+        where = f" (line {line})" if isinstance(line, int) and f"line {line}" not in str(msg) else ""
         return f"{kind}: {msg}{where}"
     return "unknown error"
 
@@ -302,6 +303,7 @@ class Supervisor:
             self.out.setup_failed = str(msg.get("error", ""))
         elif op == "done":
             self.out.done = True
+            self.out.calls = int(msg.get("calls", 0))
 
     def _finish(self, child: int, out_r: int, err_r: int) -> None:
         """Kill the program, wait for it, drain the last output."""
