@@ -62,8 +62,11 @@ def base_tag() -> str:
 
 
 def client() -> Any:
-    import docker
-
+    try:
+        import docker
+    except ImportError:
+        raise SandboxUnavailable("the `docker` Python package is missing: pip install docker, "
+                                 "or use --sandbox process") from None
     try:
         c = docker.from_env(timeout=30)
         c.ping()

@@ -20,6 +20,7 @@ import select
 import socket
 import time
 from collections.abc import Mapping
+from types import CodeType
 from typing import Any
 
 from wire import (
@@ -220,7 +221,7 @@ class Judge:
 
     def _setup(self, source: str, line: int, ns: dict[str, Any]) -> str:
         try:
-            exec(compile(source, "<tests>", "exec"), ns)
+            exec(_compiled(source), ns)
         except ChildGone:
             return f"the program died: {self.gone}"
         except BaseException as e:
@@ -233,7 +234,7 @@ class Judge:
         gone_before = self.gone
         status, message, kind = "passed", "", ""
         try:
-            exec(compile(source, "<tests>", "exec"), ns)
+            exec(_compiled(source), ns)
         except ChildGone:
             status, message, kind = "error", self.gone, "ProgramDied"
         except AssertionError as e:
@@ -273,6 +274,19 @@ class Missing:
         if self._name is None:
             raise NameError("no entry point was given for the tests' candidate")
         raise NameError(f"the program does not define {self._name!r}")
+
+
+_CODE: dict[str, CodeType] = {}
+
+
+def _compiled(source: str) -> CodeType:
+    """Test steps compiled once per judge: the samples of one problem share their tests."""
+    code = _CODE.get(source)
+    if code is None:
+        if len(_CODE) > 4096:
+            _CODE.clear()
+        code = _CODE[source] = compile(source, "<tests>", "exec")
+    return code
 
 
 def program_exception(kind: str, message: str, line: Any = None) -> Exception:
