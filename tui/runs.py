@@ -1,49 +1,28 @@
 """Runs on disk the screens list: trained adapters in `checkpoints/` and benches in `runs/`.
 
-Checkpoint runs are `checkpoints/<run>/` holding `helper/` and/or `main/` PEFT folders and a
-`manifest.json` (algorithm, step, metrics). Bench runs are `--out` folders holding
-`summary.json`. Reading is tolerant: a half-written run is shown as such, never a crash.
+Checkpoint runs are read by `coopcode.checkpoints` (the same reader as `coopcode checkpoints`);
+bench runs are `--out` folders holding `summary.json`. Reading is tolerant: a half-written
+run is shown as far as it can be, never a crash.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coopcode.checkpoints import CheckpointInfo, list_checkpoints
 
-@dataclass(frozen=True)
-class CheckpointRun:
-    name: str
-    path: Path
-    roles: tuple[str, ...]  # which adapters it holds: "helper", "main"
-    manifest: dict[str, Any] = field(default_factory=dict)
+__all__ = ["BenchRun", "CheckpointInfo", "describe_checkpoint", "list_bench_runs",
+           "list_checkpoints"]
 
-    @property
-    def algorithm(self) -> str:
-        return str(self.manifest.get("algorithm", "?"))
 
-    @property
-    def step(self) -> str:
-        step = self.manifest.get("step")
-        return "?" if step is None else str(step)
-
-    @property
-    def reward(self) -> float | None:
-        """The run's latest mean reward, wherever the manifest keeps it."""
-        metrics = self.manifest.get("metrics") or {}
-        if not isinstance(metrics, dict):
-            return None
-        for key in ("reward_mean", "mean_reward", "reward", "reward/total", "reward_total"):
-            value = metrics.get(key)
-            if isinstance(value, int | float):
-                return float(value)
-        return None
-
-    def describe(self) -> str:
-        reward = f"{self.reward:.3f}" if self.reward is not None else "?"
-        return f"{self.algorithm}, step {self.step}, reward {reward}"
+def describe_checkpoint(run: CheckpointInfo) -> str:
+    """One line: algorithm, step and latest mean reward."""
+    reward = f"{run.reward:.3f}" if run.reward is not None else "?"
+    step = "?" if run.step is None else str(run.step)
+    return f"{run.algorithm}, step {step}, reward {reward}"
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -52,21 +31,6 @@ def _read_json(path: Path) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def list_checkpoint_runs(root: Path = Path("checkpoints")) -> list[CheckpointRun]:
-    """Runs with at least one adapter folder, newest first."""
-    if not root.is_dir():
-        return []
-    runs = []
-    for folder in root.iterdir():
-        if not folder.is_dir():
-            continue
-        roles = tuple(r for r in ("helper", "main") if (folder / r / "adapter_config.json").exists())
-        manifest = _read_json(folder / "manifest.json")
-        if roles or manifest:
-            runs.append(CheckpointRun(folder.name, folder, roles, manifest))
-    return sorted(runs, key=lambda r: r.path.stat().st_mtime, reverse=True)
 
 
 @dataclass(frozen=True)

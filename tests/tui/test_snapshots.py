@@ -80,12 +80,15 @@ def test_train_with_curves(snap_compare, make_app):
         screen = pilot.app.screen
         steady(pilot.app)
         # The events a run streams (the shapes `coopcode train --events jsonl` writes).
+        screen.handle_event(ev.Started(job="train", total=20))
         for step in range(1, 9):
+            runs, tests = min(0.3, 0.05 * step), 0.03 * step
             screen.handle_event(ev.Metric(step=step, values={
-                "reward_mean": 0.2 + 0.05 * step, "reward_syntax_mean": 0.2,
-                "reward_runs_mean": min(0.3, 0.05 * step), "pass_rate": 0.02 * step,
-                "loss": 1.0 / step}))
-        screen.log_view.write("step 8: checkpoint saved to checkpoints/demo")
+                "reward/mean": 0.2 + runs + tests, "reward/syntax": 0.2, "reward/runs": runs,
+                "reward/tests": tests, "pass_rate": 0.02 * step, "loss": 1.0 / step,
+                "helper/loss": 0.4 / step, "main/loss": 0.6 / step}))
+            screen.handle_event(ev.Progress(done=step, total=20, eta_s=12.0 * (20 - step)))
+        screen.log_view.write("checkpoint step 8: checkpoints/demo")
         await pilot.pause()
 
     assert snap_compare(make_app(mode="train"), terminal_size=SIZE, run_before=run_before)

@@ -11,7 +11,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, ProgressBar, RichLog, Select, Static
 
-from tui.runs import CheckpointRun, list_checkpoint_runs
+from tui.runs import CheckpointInfo, describe_checkpoint, list_checkpoints
 from tui.session import AgentsSpec
 from tui.widgets.nav import NavBar
 
@@ -30,7 +30,7 @@ class AgentsScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.runs: dict[str, CheckpointRun] = {}
+        self.runs: dict[str, CheckpointInfo] = {}
 
     def compose(self) -> ComposeResult:
         from coopcode.models import CATALOG, DEFAULT_MODEL, is_ready
@@ -66,6 +66,9 @@ class AgentsScreen(Screen[None]):
         self.watch(self.app, "load_message", self._log_progress)
         self.watch(self.app, "agents_state", self._show_state)
 
+    def on_screen_resume(self) -> None:
+        self.action_refresh()  # a run may have saved adapters or results since the last visit
+
     def _log_progress(self, message: str) -> None:
         if message:
             self.query_one("#load-log", RichLog).write(message)
@@ -84,13 +87,13 @@ class AgentsScreen(Screen[None]):
     def action_refresh(self) -> None:
         """Rescan checkpoints/ for runs holding adapters."""
         spec = self.app.session.spec  # type: ignore[attr-defined]
-        self.runs = {str(r.path): r for r in list_checkpoint_runs()}
+        self.runs = {str(r.path): r for r in list_checkpoints()}
         for role, given in (("helper", spec.helper_adapter), ("main", spec.main_adapter)):
             select = self.query_one(f"#{role}-adapter", Select)
             current = select.value if select.value not in (Select.NULL, None) else (given or NO_ADAPTER)
             options = [("none (the bare base model)", NO_ADAPTER)]
-            options += [(f"{r.name} · {r.describe()}", key) for key, r in self.runs.items()
-                        if role in r.roles]
+            options += [(f"{r.name} · {describe_checkpoint(r)}", key)
+                        for key, r in self.runs.items() if role in r.adapters]
             if current != NO_ADAPTER and all(v != current for _, v in options):
                 options.append((str(current), str(current)))  # given on the command line
             select.set_options(options)
@@ -112,10 +115,9 @@ class AgentsScreen(Screen[None]):
         elif run is None:
             text = f"{value} (no manifest)" if Path(value).exists() else f"{value}: not found"
         else:
-            text = run.describe()
-            base = run.manifest.get("base")
-            if isinstance(base, dict) and base.get("name"):
-                text += f" · base {base['name']}"
+            text = describe_checkpoint(run)
+            if run.base != "?":
+                text += f" · base {run.base}"
         self.query_one(f"#{role}-manifest", Static).update(text)
 
     def chosen_spec(self) -> AgentsSpec:

@@ -27,7 +27,7 @@ from textual.widgets import (
 from coopcode import events as ev
 from coopcode.collab import SCHEMES
 from tui.jobs import coopcode_argv
-from tui.runs import BenchRun, list_bench_runs, list_checkpoint_runs
+from tui.runs import BenchRun, list_bench_runs, list_checkpoints
 from tui.screens.job_screen import JobScreen, form_value
 from tui.widgets.nav import NavBar
 
@@ -151,12 +151,15 @@ class BenchScreen(JobScreen):
         fill_scores(self.query_one("#live-table", DataTable), [1, 3, 5], [])
         self.action_refresh()
 
+    def on_screen_resume(self) -> None:
+        self.action_refresh()  # a run may have saved adapters or results since the last visit
+
     def action_refresh(self) -> None:
         for role in ("helper", "main"):
             select = self.query_one(f"#{role}-adapter", Select)
             current = select.value
-            options = [("none", NO_ADAPTER)] + [(r.name, str(r.path)) for r in list_checkpoint_runs()
-                                                if role in r.roles]
+            options = [("none", NO_ADAPTER)] + [(r.name, str(r.path)) for r in list_checkpoints()
+                                                if role in r.adapters]
             select.set_options(options)
             select.value = current if any(v == current for _, v in options) else NO_ADAPTER
         self.runs = {str(r.path): r for r in list_bench_runs()}

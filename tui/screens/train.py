@@ -10,11 +10,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, DataTable, Footer, Input, Label, RichLog, Select
+from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, RichLog, Select
 
 from coopcode import events as ev
+from coopcode.checkpoints import list_checkpoints
 from tui.jobs import coopcode_argv
-from tui.runs import list_checkpoint_runs
 from tui.screens.job_screen import JobScreen, form_value
 from tui.widgets.nav import NavBar
 from tui.widgets.plot import PlotView
@@ -31,16 +31,23 @@ FIELDS: tuple[tuple[str, str, str, type, str], ...] = (
 )
 
 
-def reward_series(values: dict[str, float]) -> dict[str, float]:
-    """The mean-reward levels and the pass rate among a metric event's values."""
-    out = {}
-    for key, value in values.items():
-        k = key.lower()
-        if "std" in k or "loss" in k:
-            continue
-        if "reward" in k or "pass" in k:
-            out[key.replace("reward_", "").replace("reward/", "").replace("_mean", "")] = value
-    return out
+# What the plots show, from `coopcode train`'s Metric events: (metric key, curve name).
+REWARD_CURVES = (("reward/mean", "reward"), ("reward/syntax", "syntax"), ("reward/runs", "runs"),
+                 ("reward/tests", "tests"), ("pass_rate", "pass rate"))
+LOSS_CURVES = (("loss", "total"), ("helper/loss", "helper"), ("main/loss", "main"),
+               ("single/loss", "single"))
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def steps_small(args: list[str]) -> bool:
+    """Short runs save every step, so a stopped demo run always leaves adapters."""
+    return int(args[args.index("--steps") + 1]) <= 20
 
 
 class TrainScreen(JobScreen):
@@ -77,10 +84,12 @@ class TrainScreen(JobScreen):
                 with Horizontal(classes="field"):
                     yield Label("run", classes="field-label")
                     yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="run-name")
+                yield Checkbox("resume the run", compact=True, id="resume")
                 with Horizontal(classes="buttons"):
                     yield Button("Start", id="start", variant="success", compact=True)
                     yield Button("Stop", id="stop", variant="error", compact=True, disabled=True)
             with Vertical(id="train-live"):
+                yield Label("idle · Ctrl+R starts a run", id="train-status")
                 with Horizontal(id="plots"):
                     yield PlotView("mean reward · pass rate", id="reward-plot")
                     yield PlotView("loss", id="loss-plot")
@@ -109,7 +118,9 @@ class TrainScreen(JobScreen):
         if not run or "/" in run:
             raise ValueError("run: give a folder name for checkpoints/<run>")
         self.out_dir = Path("checkpoints") / run
-        args += ["--out", str(self.out_dir)]
+        args += ["--out", str(self.out_dir), "--save-every", "1" if steps_small(args) else "10"]
+        if self.query_one("#resume", Checkbox).value:
+            args.append("--resume")
         if session.spec.model:
             args += ["--model", session.spec.model]
         args += ["--sandbox", session.spec.sandbox]
@@ -139,23 +150,34 @@ class TrainScreen(JobScreen):
         self.query_one("#stop", Button).disabled = False
 
     def job_ended(self, returncode: int | None) -> None:
+        if returncode not in (0, None) and not (self.job and self.job.stopping):
+            self.query_one("#train-status", Label).update(f"failed (exit {returncode}): see the log")
         self.query_one("#start", Button).disabled = False
         self.query_one("#stop", Button).disabled = True
         self.action_refresh()
 
     def handle_event(self, event: ev.Event) -> None:
+        status = self.query_one("#train-status", Label)
         if isinstance(event, ev.Metric):
             self.metrics.append((event.step, dict(event.values)))
-            reward = self.query_one("#reward-plot", PlotView)
-            for name, value in reward_series(event.values).items():
-                reward.add_point(name, event.step, value)
-            loss = self.query_one("#loss-plot", PlotView)
-            for key, value in event.values.items():
-                if "loss" in key.lower():
-                    loss.add_point(key, event.step, value)
+            for plot_id, curves in (("#reward-plot", REWARD_CURVES), ("#loss-plot", LOSS_CURVES)):
+                plot = self.query_one(plot_id, PlotView)
+                for key, name in curves:
+                    if key in event.values:
+                        plot.add_point(name, event.step, event.values[key])
+        elif isinstance(event, ev.Started):
+            status.update(f"step 0/{event.total} · sampling the first group…")
+        elif isinstance(event, ev.Progress):
+            last = self.metrics[-1][1] if self.metrics else {}
+            reward = f" · reward {last['reward/mean']:.3f}" if "reward/mean" in last else ""
+            status.update(f"step {event.done}/{event.total}{reward} · ETA {_eta(event.eta_s)}")
         elif isinstance(event, ev.Log) and "checkpoint" in event.message.lower():
             self.action_refresh()
         elif isinstance(event, ev.Finished):
+            summary = event.summary
+            how = "stopped" if summary.get("stopped") else "finished"
+            status.update(f"{how} at step {summary.get('step')}/{summary.get('total_steps')} · "
+                          f"adapters in {summary.get('out')}")
             self.action_refresh()
 
     def _poll_checkpoints(self) -> None:
@@ -167,9 +189,12 @@ class TrainScreen(JobScreen):
         self._last_scan = time.monotonic()
         table = self.query_one("#checkpoints", DataTable)
         rows: list[tuple[Any, ...]] = []
-        for run in list_checkpoint_runs():
+        for run in list_checkpoints():
             reward = f"{run.reward:.3f}" if run.reward is not None else "?"
-            rows.append((run.name, run.algorithm, run.step, reward))
+            step = "?" if run.step is None else str(run.step)
+            if run.total_steps:
+                step += f"/{run.total_steps}"
+            rows.append((run.name, run.algorithm, step, reward))
         if rows != getattr(self, "_shown_rows", None):
             self._shown_rows = rows
             table.clear()

@@ -9,7 +9,6 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widget import Widget
 
-
 PALETTE = ("green", "magenta", "cyan", "yellow", "red", "blue")  # ANSI names: rich = plotext
 
 
@@ -42,20 +41,23 @@ class PlotView(Widget):
             return head + Text("\n\n(no data yet)", style="dim")
         import plotext as plt
 
-        # Our own one-line legend: plotext's boxed legend would cover a small plot.
+        # Our own legend, wrapped over as many lines as it needs: plotext's boxed legend
+        # would cover a small plot.
         fig = plt.figure
         fig.clear()
-        fig.plot_size(width, height - 2)
         fig.theme("dark" if self.app.current_theme.dark else "default")
         fig.legend(False)
-        legend = Text()
+        lines = [Text()]
         for i, (name, points) in enumerate(self.series.items()):
             colour = PALETTE[i % len(PALETTE)]
-            legend.append("■ ", style=colour).append(f"{name}  ")
+            entry = Text("■ ", style=colour).append(f"{name}  ")
+            if lines[-1].cell_len and lines[-1].cell_len + entry.cell_len > width:
+                lines.append(Text())
+            lines[-1].append_text(entry)
             if points:
                 xs, ys = zip(*points)
                 pen = plt.marker(None, plt.pixel(foreground=colour))
                 fig.draw(fig.signal(list(xs), list(ys), marker=pen).lines())
+        fig.plot_size(width, max(height - 1 - len(lines), 3))
         head.truncate(width)
-        legend.truncate(width)
-        return head + Text("\n") + legend + Text("\n") + Text.from_ansi(fig.build().string())
+        return Text("\n").join([head, *lines, Text.from_ansi(fig.build().string())])

@@ -34,13 +34,19 @@ class TestsTable(DataTable[Any]):
         self.add_columns(*self.COLUMNS)
 
     def show(self, verdict: dict[str, Any]) -> None:
-        # New columns each time: auto widths are then measured on this verdict's rows.
-        self.clear(columns=True)
-        self.add_columns(*self.COLUMNS)
+        rows = []
         for t in verdict.get("tests", []):
             msg = f"{t['error_type']}: {t['message']}" if t.get("error_type") else t.get("message", "")
-            self.add_row(str(t["index"] + 1), Text(t["status"], style=STATUS_STYLE.get(t["status"], "")),
-                         " ".join(t["source"].split()), msg.strip().replace("\n", " "))
+            rows.append((str(t["index"] + 1), Text(t["status"], style=STATUS_STYLE.get(t["status"], "")),
+                         " ".join(t["source"].split()), " ".join(msg.split())))
+        # Explicit widths measured here: auto widths were seen to keep the header's width
+        # when the table is refilled while on screen.
+        self.clear(columns=True)
+        for i, label in enumerate(self.COLUMNS):
+            cells = [len(r[i]) if isinstance(r[i], str) else r[i].cell_len for r in rows]
+            self.add_column(label, width=min(max([len(label), *cells]), 120))
+        for row in rows:
+            self.add_row(*row)
 
 
 class VerdictSummary(Static):
