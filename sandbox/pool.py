@@ -63,6 +63,7 @@ class WorkerPool:
         self.last_error = ""
         self.replaced = 0
         self.start_seconds = 0.0
+        self._owner_pid = os.getpid()
         _register(self)
 
     # ------------------------------------------------------------ lifecycle
@@ -109,6 +110,8 @@ class WorkerPool:
             self._all.clear()
             self._idle.clear()
             self._cond.notify_all()
+        if os.getpid() != self._owner_pid:
+            return  # a forked copy of the pool: the workers are the parent's to stop
         for w in workers:
             try:
                 w.close()
@@ -257,6 +260,14 @@ def _register(pool: WorkerPool) -> None:
 def close_all() -> None:
     for pool in list(_OPEN):
         pool.close()
+
+
+def _forget_in_child() -> None:
+    """A forked child must not stop its parent's workers when it exits."""
+    _OPEN.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _on_signal(signum: int, frame: object) -> None:

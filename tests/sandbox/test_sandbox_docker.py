@@ -161,3 +161,21 @@ def test_auto_prefers_docker(docker_client: object) -> None:
     with open_sandbox("auto", workers=1, warn=warnings.append) as sb:
         assert sb.name == "docker"
     assert warnings == []
+
+
+def test_a_forked_child_exiting_does_not_stop_the_parents_pool(docker_client: object) -> None:
+    # A child forked from a process holding a pool exits through atexit; that must leave
+    # the parent's containers alone.
+    code = ("import os, sys\n"
+            "from sandbox import Job\n"
+            "from sandbox.docker_backend import DockerSandbox\n"
+            "sb = DockerSandbox(1)\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    sys.exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "job = Job(program='def f():\\n    return 1\\n', tests='assert f() == 1\\n')\n"
+            "print(sb.run(job).status, sb.status()['replaced'])\n"
+            "sb.close()\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "passed 0", out.stderr[-1000:]
