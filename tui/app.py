@@ -18,10 +18,6 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from tui.screens.agents import AgentsScreen
-from tui.screens.bench import BenchScreen
-from tui.screens.collaborate import CollaborateScreen
-from tui.screens.train import TrainScreen
 from tui.session import AgentsSpec, Session
 
 THEMES = {"dark": "textual-dark", "light": "textual-light"}
@@ -32,11 +28,12 @@ class CoopApp(App[None]):
 
     TITLE = "coopcode"
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it
+    # Screens are imported when first shown: start-up pays only for the first one.
     MODES = {
-        "agents": AgentsScreen,
-        "collaborate": CollaborateScreen,
-        "train": TrainScreen,
-        "bench": BenchScreen,
+        "agents": lambda: _screen("agents", "AgentsScreen"),
+        "collaborate": lambda: _screen("collaborate", "CollaborateScreen"),
+        "train": lambda: _screen("train", "TrainScreen"),
+        "bench": lambda: _screen("bench", "BenchScreen"),
     }
     BINDINGS = [
         Binding("f1", "help", "Help", id="app.help", priority=True),
@@ -222,6 +219,13 @@ class CoopApp(App[None]):
             action = binding.action
             yield SystemCommand(f"{binding.description} ({binding.key})", helps.get(action, ""),
                                 lambda s=screen, a=action: self.call_later(s.run_action, a))
+
+
+def _screen(module: str, name: str) -> Screen[Any]:
+    import importlib
+
+    cls = getattr(importlib.import_module(f"tui.screens.{module}"), name)
+    return cls()  # type: ignore[no-any-return]
 
 
 def _detach_message(jobs: list[Any]) -> str:
