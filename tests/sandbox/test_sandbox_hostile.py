@@ -23,6 +23,7 @@ from sandbox_helpers import BACKENDS, assert_nothing_left, open_backend, our_san
 
 from sandbox import Job, Verdict
 from sandbox.pool import WorkerPool
+from sandbox.process_backend import MAX_WORKERS, UID_BASE
 
 SECRET_ENV = "COOPCODE_SANDBOX_TEST_SECRET"
 PROBE = """
@@ -61,10 +62,30 @@ class HostEnv:
     canary: str = ""
     port: int = 0
     connections: list[bytes] = field(default_factory=list)
+    owned_before: set[str] = field(default_factory=set)
 
     def values(self) -> dict[str, object]:
         return {"secret": self.secret, "marker": self.marker, "secret_path": self.secret_path,
                 "canary": self.canary, "port": self.port}
+
+    def sandbox_owned_files(self) -> set[str]:
+        """Entries in the host's shared temp dirs owned by a sandbox uid (nobody, which the
+        containers run as, or one of our process-backend slot uids)."""
+        first = UID_BASE + (os.getpid() % (1 << 22)) * MAX_WORKERS
+        found = set()
+        for d in ("/tmp", "/var/tmp", "/dev/shm"):
+            try:
+                entries = list(os.scandir(d))
+            except OSError:
+                continue
+            for e in entries:
+                try:
+                    uid = e.stat(follow_symlinks=False).st_uid
+                except OSError:
+                    continue
+                if uid == 65534 or first <= uid < first + MAX_WORKERS:
+                    found.add(e.path)
+        return found
 
     def pwned_files(self) -> list[str]:
         found = []
@@ -90,6 +111,7 @@ def host() -> Iterator[HostEnv]:
         f.write("canary")
     os.chmod(env.canary, 0o666)
     os.environ[SECRET_ENV] = env.secret  # the sandboxes are opened after this
+    env.owned_before = env.sandbox_owned_files()
     # A listener on the host's loopback: the only network target a test may use.
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.2)
@@ -153,6 +175,7 @@ def assert_host_unchanged(host: HostEnv) -> None:
         assert f.read() == "canary"
     assert stat.S_IMODE(os.stat(host.canary).st_mode) == 0o666
     assert host.pwned_files() == []
+    assert host.sandbox_owned_files() <= host.owned_before  # nothing new in /tmp & co
     assert host.connections == []
 
 
