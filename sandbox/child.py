@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -176,6 +177,8 @@ def _describe_name(namespace: Mapping[str, Any], name: str) -> Any:
         return None
     obj = namespace[name]
     try:
+        if isinstance(obj, types.ModuleType):  # e.g. tests that use the program's `import math`
+            return {"module": str(obj.__name__)}
         if callable(obj):
             return "call"
         return {"value": encode_value(obj)}

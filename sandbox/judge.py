@@ -15,10 +15,12 @@ Stdlib only; copied into the image.
 from __future__ import annotations
 
 import builtins
+import importlib
 import os
 import select
 import socket
 import time
+import types
 from collections.abc import Mapping
 from types import CodeType
 from typing import Any
@@ -196,6 +198,10 @@ class Judge:
                     ns[name] = decode_value(desc["value"])
                 except ProtocolError:
                     pass
+            elif isinstance(desc, dict) and isinstance(desc.get("module"), str):
+                module = _stdlib_module(desc["module"])
+                if module is not None:  # our own import: the program's copy stays there
+                    ns[name] = module
         entry = job.get("entry_point")
         if job.get("param"):
             ns[job["param"]] = ns.get(entry, Missing(entry)) if entry else Missing(None)
@@ -274,6 +280,24 @@ class Missing:
         if self._name is None:
             raise NameError("no entry point was given for the tests' candidate")
         raise NameError(f"the program does not define {self._name!r}")
+
+
+# Modules the tests may take from the program's imports (the program names the module, so
+# only ones without import-time side effects: never `antigravity`, `this`, `turtle`, ...).
+_TEST_MODULES = frozenset(
+    "array bisect cmath collections copy datetime decimal fractions functools hashlib heapq "
+    "itertools json math numbers operator os os.path random re statistics string sys time "
+    "typing unicodedata".split())
+
+
+def _stdlib_module(name: str) -> types.ModuleType | None:
+    """Our own import of a module the program imported and the tests use by name."""
+    if name not in _TEST_MODULES:
+        return None
+    try:
+        return importlib.import_module(name)
+    except Exception:
+        return None
 
 
 _CODE: dict[str, CodeType] = {}

@@ -90,6 +90,12 @@ def test_plain_asserts_and_program_helpers_by_name(sandbox2: WorkerPool) -> None
     assert v.passed, v
 
 
+def test_tests_may_use_stdlib_modules_the_program_imported(sandbox2: WorkerPool) -> None:
+    program = "import math\nimport os as system\ndef hyp(a, b):\n    return math.hypot(a, b)\n"
+    tests = "assert math.isclose(hyp(3, 4), 5.0)\nassert system.sep == '/'\n"
+    assert run(sandbox2, program, tests, None).passed
+
+
 def test_plain_data_crosses_with_exact_types(sandbox2: WorkerPool) -> None:
     program = ("import collections\n"
                "def f(kind):\n"
