@@ -38,6 +38,15 @@ def _parents() -> list[str]:
     return [os.path.join(ROOT, c, GROUP) for c in ("pids", "memory")]
 
 
+def available() -> bool:
+    """Whether `create` can work here (root, and a v2 or v1 pids+memory hierarchy)."""
+    if os.geteuid() != 0:
+        return False
+    if _v2():
+        return os.access(ROOT, os.W_OK)
+    return all(os.access(os.path.join(ROOT, c), os.W_OK) for c in ("pids", "memory"))
+
+
 def create(name: str, pids_max: int, memory_bytes: int) -> SlotCgroup | None:
     """Create the slot's cgroup(s); None when cgroups are not available to us."""
     if os.geteuid() != 0:

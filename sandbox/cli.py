@@ -97,7 +97,9 @@ def collect_status(probe: bool) -> dict[str, Any]:
     except SandboxUnavailable as e:
         info["docker"]["error"] = str(e)
     ns = root and namespaces_available()
-    features: dict[str, object] = {"namespaces": ns, "cgroup": root,
+    from sandbox import cgroups
+
+    features: dict[str, object] = {"namespaces": ns, "cgroup": cgroups.available(),
                                    "uid": "per-slot" if root else os.getuid()}
     info["process"] = {"root": root, "namespaces": ns, "python": sandbox_python(root),
                        "isolation": isolation_summary(features)}
