@@ -22,8 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SPAWN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
 
 
-class ZygoteDied(Exception):
-    pass
+class ZygoteDied(OSError):
+    """The zygote is gone (in Docker a program can kill it: same uid); the job cannot start
+    and the runner starts a fresh one."""
 
 
 class ZygoteClient:
