@@ -1,9 +1,9 @@
 """The trusted side of a job: evaluate the test code, calling the program through proxies.
 
 The judge is a long-lived process forked by the runner (and replaced when a job's wall
-clock runs out or it dies). It executes the *tests* (trusted: they come
-from the dataset or the problem file) in its own namespace, with `candidate` and any
-program-defined names the tests use bound to proxies. A proxy call sends plain-data
+clock runs out or it dies). It executes the *tests* (trusted: they come from the dataset or
+the problem file) in a fresh namespace per job, with `candidate` and any program-defined
+names the tests use bound to proxies. A proxy call sends plain-data
 arguments to the program's process and gets back plain data (or an exception name and
 message), decoded into fresh builtin objects. So every `assert` is evaluated here, on
 builtin values: an `__eq__` that is always True, patched builtins or AssertionError, a
@@ -22,7 +22,6 @@ import socket
 import time
 import types
 from collections.abc import Mapping
-from types import CodeType
 from typing import Any
 
 from wire import (
@@ -300,10 +299,10 @@ def _stdlib_module(name: str) -> types.ModuleType | None:
         return None
 
 
-_CODE: dict[str, CodeType] = {}
+_CODE: dict[str, types.CodeType] = {}
 
 
-def _compiled(source: str) -> CodeType:
+def _compiled(source: str) -> types.CodeType:
     """Test steps compiled once per judge: the samples of one problem share their tests."""
     code = _CODE.get(source)
     if code is None:

@@ -1,5 +1,5 @@
-"""Run one job under the runner's watch: spawn the child, fork the judge, enforce the time
-budget, capture output, and turn what happened into a verdict dict.
+"""Run one job under the runner's watch: spawn the child, hand the job to the judge, enforce
+the time budget, capture output, and turn what happened into a verdict dict.
 
 Timeouts are CPU-aware: the budget `timeout` is CPU seconds of the program's process (polled
 from /proc and backed by RLIMIT_CPU), and a wall-clock limit that is a generous multiple of
