@@ -26,7 +26,7 @@ err = Console(stderr=True)
 checkpoints_app = typer.Typer(help="Trained adapter runs in checkpoints/: list them, show one.",
                               no_args_is_help=True)
 
-# CLI parameter -> TrainConfig field, where the names differ.
+# CLI parameter -> TrainConfig field, where the names differ (the reverse of config.FLAGS).
 FIELD_OF = {"lr": "learning_rate", "std_norm": "advantage_std", "logprob": "logprob_reduction",
             "helper_adapter": "helper_init", "main_adapter": "main_init", "keep": "keep_checkpoints"}
 _D = TrainConfig()
@@ -100,10 +100,9 @@ def train(
     values["main_init"] = resolve_adapter_path(main_adapter, "main")
     config = TrainConfig(**values)
     config.validate()
-    from click.core import ParameterSource
-
+    # By name: typer may carry its own copy of click's ParameterSource enum.
     explicit = {field_name for name, field_name in _config_fields().items()
-                if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE}
+                if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"}
     if resume and out_dir is None and run is None:
         raise UserError("--resume needs the run: give --out checkpoints/<run> or --run <run>")
     folder = out_dir or Path("checkpoints") / (run or f"{config.algo}-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -144,6 +143,14 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
     ckpt.check_writable(folder)
     config = resolve_config(config, folder, resume, explicit)
     load_training_problems(config.problems, config.limit)
+    if config.helper_init or config.main_init:
+        from coopcode.adapters import check_adapter
+        from coopcode.models import resolve_model
+
+        base = resolve_model(config.model, progress)  # a hash, not a model load
+        for init in (config.helper_init, config.main_init):
+            if init:
+                check_adapter(init, base.fingerprint, base.name)
     with open_sandbox_for_cli(backend, warn) as sb:
         return train(config, folder, resume=resume, sandbox=sb, emit=emit, cancel=cancel,
                      explicit=explicit, progress=progress)

@@ -146,6 +146,17 @@ class TrainConfig:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+# TrainConfig field -> its `coopcode train` flag, where the two names differ.
+FLAGS = {"learning_rate": "--lr", "advantage_std": "--std-norm", "logprob_reduction": "--logprob",
+         "helper_init": "--helper-adapter", "main_init": "--main-adapter",
+         "keep_checkpoints": "--keep", "group_size": "--group-size"}
+
+
+def flag(name: str) -> str:
+    """The CLI flag of a TrainConfig field."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
 def help_for(name: str) -> str:
     """The one-line help of a TrainConfig field (the CLI's option help)."""
     for f in fields(TrainConfig):

@@ -13,7 +13,7 @@ from coopcode.errors import UserError
 from coopcode.events import Emit, Finished, Log, Progress, Started, ignore
 from coopcode.problems import Problem
 from coopcode.train import checkpoint as ckpt
-from coopcode.train.config import TrainConfig
+from coopcode.train.config import TrainConfig, flag
 from coopcode.train.data import load_training_problems
 from coopcode.train.metrics import MetricsLog
 
@@ -54,9 +54,9 @@ def resolve_config(config: TrainConfig, out: Path, resume: bool,
         if new == old:
             continue
         if name not in RESUMABLE_OVERRIDES:
-            flag = "--" + name.replace("_", "-")
-            raise UserError(f"--resume continues {out} with its saved settings: {flag} was "
-                            f"{old!r}, not {new!r} (only {', '.join(RESUMABLE_OVERRIDES)} may change)")
+            allowed = ", ".join(flag(n) for n in RESUMABLE_OVERRIDES)
+            raise UserError(f"--resume continues {out} with its saved settings: {flag(name)} was "
+                            f"{old!r}, not {new!r} (only {allowed} may change)")
         changes[name] = new
     return replace(saved, **changes)
 

@@ -1,0 +1,118 @@
+"""The policy-gradient update on the tiny model: its sign, its scale, what it skips, KL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from coopcode.problems import load_problems
+from coopcode.train.config import TrainConfig
+from coopcode.train.logprobs import completion_logprobs
+from coopcode.train.magrpo import MAGRPOTrainer
+from coopcode.train.rollout import output_scorer
+from coopcode.train.tree import Sample
+
+
+def _trainer(make_engine: Any, model_dir: Path, **kw: Any) -> Any:
+    settings = {"group_size": 2, "max_new_tokens": 4, "learning_rate": 1e-2, "warmup_steps": 0,
+                "lora_rank": 4, "max_grad_norm": 0.0, **kw}
+    config = TrainConfig(**settings)
+    torch.manual_seed(0)  # LoRA A is initialised from torch's global generator
+    return MAGRPOTrainer(make_engine(model_dir), config, load_problems("humaneval:train")[:2],
+                         scorer=output_scorer(lambda p, a, n: 0.0))
+
+
+def _samples(trainer: Any, advantages: list[float]) -> list[Sample]:
+    engine = trainer.engine
+    prompt = engine.encode(engine.render_chat([{"role": "user", "content": "Write aux."}]) + "```python\n")
+    comps = [[785, 12, 99, 4], [1001, 7, 7], [5, 6, 7, 8, 9]][:len(advantages)]
+    return [Sample("main", 0, prompt, c, advantage=a) for c, a in zip(comps, advantages)]
+
+
+def _logp(trainer: Any, samples: list[Sample]) -> list[float]:
+    trainer.engine.peft.set_adapter("main")
+    with torch.no_grad():
+        lp = completion_logprobs(trainer.engine.base, [s.prompt_ids for s in samples],
+                                 [s.completion_ids for s in samples],
+                                 temperature=trainer.config.temperature)
+    return lp.reduce("sum").tolist()
+
+
+def _grads(trainer: Any) -> list[Any]:
+    return [None if p.grad is None else p.grad.clone() for p in trainer.params["main"]]
+
+
+def test_one_update_raises_positive_and_lowers_negative_advantage_completions(
+        make_engine: Any, tiny_model_dir: Path) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir)
+    samples = _samples(trainer, [1.0, -1.0])
+    helper_before = [p.detach().clone() for p in trainer.params["helper"]]
+    before = _logp(trainer, samples)
+    trainer.accumulate("main", [samples])
+    trainer.apply_gradients("main")
+    after = _logp(trainer, samples)
+    assert after[0] > before[0] + 1e-3
+    assert after[1] < before[1] - 1e-3
+    # The main agent's update leaves the helper's adapter alone.
+    assert all(torch.equal(a, b) for a, b in zip(helper_before, trainer.params["helper"]))
+
+
+def test_gradient_is_linear_in_the_advantage_and_zero_advantages_cost_nothing(
+        make_engine: Any, tiny_model_dir: Path) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir)
+    trainer.accumulate("main", [_samples(trainer, [1.0, -1.0])])
+    one = _grads(trainer)
+    trainer.optimizers["main"].zero_grad(set_to_none=True)
+    trainer.accumulate("main", [_samples(trainer, [2.0, -2.0])])
+    two = _grads(trainer)
+    trainer.optimizers["main"].zero_grad(set_to_none=True)
+    assert any(g is not None and g.abs().sum() > 0 for g in one)
+    for a, b in zip(one, two):
+        if a is not None:
+            torch.testing.assert_close(b, 2 * a, rtol=1e-4, atol=1e-7)
+    # All advantages zero (every joint action scored the same): no forward, no gradient.
+    stats = trainer.accumulate("main", [_samples(trainer, [0.0, 0.0])])
+    assert stats["main/trained_samples"] == 0.0
+    assert all(g is None for g in _grads(trainer))
+
+
+def test_loss_is_averaged_over_all_the_agents_samples(make_engine: Any, tiny_model_dir: Path) -> None:
+    """Skipping zero-advantage samples must not change the gradient: it is normalised by
+    every sample of the agent, trained or not."""
+    trainer = _trainer(make_engine, tiny_model_dir)
+    alone = _samples(trainer, [1.0])
+    trainer.accumulate("main", [alone])
+    g1 = _grads(trainer)
+    trainer.optimizers["main"].zero_grad(set_to_none=True)
+    padded = _samples(trainer, [1.0, 0.0, 0.0])
+    trainer.accumulate("main", [padded])
+    g3 = _grads(trainer)
+    for a, b in zip(g1, g3):
+        if a is not None:
+            torch.testing.assert_close(b, a / 3, rtol=1e-3, atol=1e-6)
+
+
+def test_mean_reduction_divides_by_the_completion_length(make_engine: Any, tiny_model_dir: Path) -> None:
+    summed = _trainer(make_engine, tiny_model_dir)
+    meaned = _trainer(make_engine, tiny_model_dir, logprob_reduction="mean")
+    for t in (summed, meaned):
+        t.accumulate("main", [_samples(t, [1.0])])  # one completion of 4 tokens
+    for a, b in zip(_grads(summed), _grads(meaned)):
+        if a is not None:
+            torch.testing.assert_close(b, a / 4, rtol=1e-3, atol=1e-6)
+
+
+def test_kl_to_the_base_is_zero_for_a_fresh_adapter_and_grows_after_updates(
+        make_engine: Any, tiny_model_dir: Path) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir, kl_coef=0.1, learning_rate=5e-2)
+    samples = _samples(trainer, [1.0, -1.0])
+    stats = trainer.accumulate("main", [samples])
+    assert stats["main/kl"] == pytest.approx(0.0, abs=1e-6)  # LoRA B starts at 0: pi == pi_ref
+    trainer.apply_gradients("main")
+    for _ in range(2):
+        trainer.accumulate("main", [samples])
+        trainer.apply_gradients("main")
+    assert trainer.accumulate("main", [samples])["main/kl"] > 1e-4
