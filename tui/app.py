@@ -212,7 +212,7 @@ class CoopApp(App[None]):
         yield SystemCommand("Help", "Keys and screens", self.action_help)
         yield SystemCommand("Toggle light/dark", "Switch between the light and dark theme",
                             self.action_toggle_theme)
-        helps: dict[str, str] = getattr(screen, "HELP", {})
+        helps: dict[str, str] = getattr(screen, "ACTION_HELP", {})
         for binding in getattr(screen, "BINDINGS", []):
             if not isinstance(binding, Binding):
                 continue

@@ -23,7 +23,7 @@ class AgentsScreen(Screen[None]):
         Binding("ctrl+r", "load", "Load", id="agents.load", priority=True),
         Binding("ctrl+l", "refresh", "Rescan", id="agents.refresh"),
     ]
-    HELP = {
+    ACTION_HELP = {
         "load": "Load the base model and the agents' adapters",
         "refresh": "Look for new checkpoint runs",
     }

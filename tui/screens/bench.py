@@ -91,7 +91,7 @@ class BenchScreen(JobScreen):
         Binding("escape", "stop", "Stop", id="bench.stop"),
         Binding("ctrl+l", "refresh", "Rescan", id="bench.refresh"),
     ]
-    HELP = {
+    ACTION_HELP = {
         "start": "Start a bench run (a child process; rerunning the same name resumes)",
         "stop": "Stop the bench (finished problems are kept)",
         "refresh": "Rescan runs/ for earlier benches",

@@ -54,7 +54,7 @@ class CollaborateScreen(Screen[None]):
         Binding("f6", "copy", "Copy", id="collab.copy", priority=True),
         Binding("ctrl+s", "save", "Save", id="collab.save", priority=True),
     ]
-    HELP = {
+    ACTION_HELP = {
         "run": "Run the helper and main agents on the problem, then its tests",
         "cancel": "Cancel the generation",
         "sandbox": "Run the (edited) program against the tests in the sandbox",

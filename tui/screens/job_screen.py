@@ -47,7 +47,10 @@ class JobScreen(Screen[None]):
 
     @work(thread=True, group="follow")
     def _follow(self, job: ChildJob, run_id: int) -> None:
-        code = job.follow(lambda e: self.post_message(JobEvent(run_id, e)))
+        def relay(event: ev.Event) -> None:
+            self.post_message(JobEvent(run_id, event))
+
+        code = job.follow(relay)
         self.post_message(JobEnded(run_id, code, describe_exit(job, code)))
 
     def action_stop(self) -> None:

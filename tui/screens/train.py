@@ -57,7 +57,7 @@ class TrainScreen(JobScreen):
         Binding("escape", "stop", "Stop", id="train.stop"),
         Binding("ctrl+l", "refresh", "Rescan", id="train.refresh"),
     ]
-    HELP = {
+    ACTION_HELP = {
         "start": "Start a training run (a child process)",
         "stop": "Stop the training run (it saves; a rerun resumes)",
         "refresh": "Rescan checkpoints/",

@@ -43,7 +43,7 @@ class TestsTable(DataTable[Any]):
         # when the table is refilled while on screen.
         self.clear(columns=True)
         for i, label in enumerate(self.COLUMNS):
-            cells = [len(r[i]) if isinstance(r[i], str) else r[i].cell_len for r in rows]
+            cells = [c.cell_len if isinstance(c, Text) else len(c) for c in (r[i] for r in rows)]
             self.add_column(label, width=min(max([len(label), *cells]), 120))
         for row in rows:
             self.add_row(*row)
