@@ -74,7 +74,8 @@ class CoopApp(App[None]):
         self._update_status()
         stamp = os.environ.get("COOPCODE_TUI_FIRST_FRAME")
         if stamp:  # benchmarks/tui_startup.py: when the first frame was on screen
-            self.call_after_refresh(lambda: Path(stamp).write_text(f"{time.time():.4f}\n"))
+            self.call_after_refresh(lambda: Path(stamp).write_text(
+                f"{time.time():.4f} {time.process_time():.4f}\n"))
         if self.autoload:
             # After the first frame: loading must never delay or freeze the interface.
             self.call_after_refresh(self.load_agents, self.session.spec)

@@ -6,6 +6,7 @@ event loop never stalls (a blocking call on the loop would show up as a long gap
 
 from __future__ import annotations
 
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -14,15 +15,17 @@ from tests.tui.conftest import wait_until
 from tui.session import AgentsSpec, default_engine_factory
 from tui.widgets.agent_pane import AgentPane
 
-# A tick every 20 ms is asked for. Blocking work on the loop (loading a model, running a
-# program) would stall it for seconds; the bounds leave slack for a 2-core machine that other
-# test suites load at the same time (load averages above 10 were seen here).
-MAX_GAP = 1.0  # s
-MAX_KEY = 1.5  # s from key press to its visible effect
+# A tick every 20 ms is asked for. Blocking work on the loop (generating, loading a model)
+# would stall it for the whole job: 5 s and more here. The bounds leave slack for a 2-core
+# machine that other suites load at the same time (load averages of 10-40 were seen, with
+# single key delays up to 1.6 s and a median of 0.4 s).
+MAX_GAP = 2.5  # s
+MAX_KEY = 2.5  # s from key press to its visible effect
+TYPICAL_KEY = 1.0  # s, the median key delay
 # Loading a model in-process first imports torch: its C extension initialises while holding
 # the GIL (~1 s here), which no worker thread can avoid. A load on the loop itself would
 # stall it for the whole load (5 s and more), which this bound still catches.
-MAX_GAP_LOADING = 2.5
+MAX_GAP_LOADING = 3.0
 
 
 class LoopWatch:
@@ -74,7 +77,7 @@ async def test_keys_work_while_the_real_engine_generates(make_app, tiny_engine: 
         await pilot.press("escape")
         await wait_until(pilot, lambda: not screen.generating, timeout=30)
         print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s")
-        assert max(delays) < MAX_KEY, delays
+        assert max(delays) < MAX_KEY and statistics.median(delays) < TYPICAL_KEY, delays
         assert watch.worst < MAX_GAP, f"event loop stalled {watch.worst:.2f}s"
 
 
@@ -100,5 +103,5 @@ async def test_keys_work_while_a_model_loads_and_a_bench_runs(make_app, tiny_mod
         await wait_until(pilot, lambda: not screen.busy, timeout=240)
         await wait_until(pilot, lambda: app.agents_state == "ready", timeout=60)
         print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s")
-        assert max(delays) < MAX_GAP_LOADING, delays
+        assert max(delays) < MAX_GAP_LOADING and statistics.median(delays) < TYPICAL_KEY, delays
         assert watch.worst < MAX_GAP_LOADING, f"event loop stalled {watch.worst:.2f}s"
