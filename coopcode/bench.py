@@ -52,7 +52,7 @@ class BenchConfig:
     n: int = 10  # samples per problem
     temperature: float = 0.8
     top_p: float = 0.95
-    max_new_tokens: int = 512
+    max_new_tokens: int = 384  # per agent turn; bodies are short once the signature is given
     seed: int = 0
     turns: int = 1
     timeout: float = 5.0  # CPU seconds per program

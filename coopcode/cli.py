@@ -143,7 +143,7 @@ def bench(
     main_adapter: MainOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder; rerunning with the same --out resumes.")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N problems.")] = None,
-    max_new_tokens: int = 512,
+    max_new_tokens: Annotated[int, typer.Option(help="Token budget per agent turn.")] = 384,
     seed: int = 0,
     turns: int = 1,
     label: Annotated[str, typer.Option(help="Method name in the table.")] = "",

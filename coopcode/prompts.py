@@ -19,7 +19,8 @@ SYSTEM = "You are an expert Python programmer. You write correct, simple, effici
 CODE_FENCE = "```python\n"
 # The closing fence ends the answer; top-level prints, asserts and demo blocks after the code
 # are never part of it (indented ones inside functions do not match these).
-CHAT_STOP = ("```", "\nprint(", "\nassert ", "\nif __name__", "\n# Test", "\n# Example")
+CHAT_STOP = ("```", "\nprint(", "\nassert ", "\nif __name__", "\n# Test", "\n# Example",
+             "\n# test", "\n# Check", "\ndef check", "\ndef test", "\nclass Test")
 # Base-model completions end where the next top-level statement starts (HumanEval's stops).
 COMPLETION_STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ", "\n```")
 HELPER_NAME = "aux"
