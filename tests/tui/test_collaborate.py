@@ -132,3 +132,23 @@ async def test_search_open_a_file_and_paste_a_prompt(make_app, workdir: Path):
         table = screen.query_one("#tests", TestsTable)
         await wait_until(pilot, lambda: table.row_count > 0)
         assert str(table.get_row_at(0)[1]) == "passed"
+
+
+async def test_two_turns_revise_from_public_example_feedback(make_app, workdir: Path):
+    # The demo agents do not know this problem: turn 1 fails its public example, so both
+    # agents get the sandbox's feedback and write a second turn, marked in their panes.
+    (workdir / "triple.py").write_text(
+        'def triple(x: int) -> int:\n    """Three times x.\n    >>> triple(2)\n    6\n    """\n')
+    app = make_app(problem=str(workdir / "triple.py"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_until(pilot, lambda: app.agents_state == "ready" and screen.problem)
+        screen.query_one("#turns").value = 2
+        await pilot.press("ctrl+r")
+        table = screen.query_one("#tests", TestsTable)
+        await wait_until(pilot, lambda: table.row_count > 0)
+        main = screen.query_one("#main-pane", AgentPane)
+        assert "# ── turn 2 ──" in main.text and main.turn == 2
+        assert str(table.get_row_at(0)[1]) == "error"  # NotImplementedError, both turns
+        summary = str(screen.query_one("#summary").render())
+        assert "FAILED 0/1 tests" in summary and "main ignores the helper" in summary
