@@ -76,12 +76,19 @@ class LiveScores:
 
 def fill_scores(table: DataTable[Any], ks: list[int], rows: list[tuple[str, dict[str, Any]]]) -> None:
     """A pass@k / acc@k table: one row per (label, summary row)."""
-    table.clear(columns=True)
-    table.add_columns("method", *[f"pass@{k}" for k in ks], *[f"acc@{k}" for k in ks], "problems")
+    header = ["method", *[f"pass@{k}" for k in ks], *[f"acc@{k}" for k in ks], "problems"]
+    body = []
     for label, r in rows:
         cells = [_pct(r[f"pass@{k}"]) if f"pass@{k}" in r else "—" for k in ks]
         cells += [_pct(r[f"acc@{k}"]) if f"acc@{k}" in r else "—" for k in ks]
-        table.add_row(label, *cells, str(r.get("problems", "?")))
+        body.append([label, *cells, str(r.get("problems", "?"))])
+    # Explicit widths: auto widths were seen to stay at the header's when refilled on screen.
+    table.clear(columns=True)
+    for i, name in enumerate(header):
+        table.add_column(name, width=max(len(name), *(len(row[i]) for row in body)) if body
+                         else len(name))
+    for row in body:
+        table.add_row(*row)
 
 
 class BenchScreen(JobScreen):

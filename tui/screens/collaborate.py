@@ -35,7 +35,7 @@ from coopcode.errors import UserError
 from coopcode.problems import Problem
 from tui.cooperation import describe_cooperation
 from tui.messages import Cancelled, CoopEvent
-from tui.widgets.agent_pane import AgentPane
+from tui.widgets.agent_pane import AgentPane, style_code
 from tui.widgets.nav import NavBar
 from tui.widgets.results import TestsTable, VerdictSummary
 
@@ -118,8 +118,13 @@ class CollaborateScreen(Screen[None]):
 
     def _highlight_editors(self) -> None:
         # After the first frame: each highlight query takes ~0.1 s to compile.
-        for editor in self.query("#prompt, #program").results(TextArea):
-            editor.language = "python"
+        style_code(self.query_one("#prompt", TextArea))
+        self.watch(self.app, "theme", self._editor_theme, init=False)
+
+    def _editor_theme(self, _theme: str) -> None:
+        for editor in self.query(TextArea):
+            if editor.language is not None:
+                style_code(editor)
 
     # -- problems ---------------------------------------------------------------------------
 
@@ -410,7 +415,9 @@ class CollaborateScreen(Screen[None]):
             self.attempt = e
             for pane in self.query(AgentPane):
                 pane.finish()
-            self.query_one("#program", TextArea).load_text(e.program)
+            program = self.query_one("#program", TextArea)
+            style_code(program)
+            program.load_text(e.program)
             self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
             self.query_one("#tabs", TabbedContent).active = "tab-program"
         elif isinstance(e, ev.VerdictReady):

@@ -3,10 +3,23 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import TextArea
+
+
+def code_theme(app: Any) -> str:
+    """The editors' colours for the app's theme: light code on the light theme."""
+    return "monokai" if app.current_theme.dark else "github_light"
+
+
+def style_code(editor: TextArea) -> None:
+    """Python highlighting (compiled on first use: ~0.1 s) in the theme's colours."""
+    if editor.language is None:
+        editor.language = "python"
+    editor.theme = code_theme(editor.app)
 
 
 class AgentPane(Vertical):
@@ -47,8 +60,7 @@ class AgentPane(Vertical):
         self.started = self.finished = None
         self.state = "idle"
         view = self.code_view
-        if view.language is None:
-            view.language = "python"
+        style_code(view)
         view.load_text("")
         self._refresh_title()
 
