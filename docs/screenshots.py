@@ -50,13 +50,20 @@ async def render() -> list[Path]:
     return written
 
 
+def to_png(svg: Path) -> Path:
+    """PNG through rsvg-convert, which drops the leading no-break spaces of Textual's text
+    runs (code then reads `fromtyping`): feed it plain spaces kept with xml:space."""
+    text = svg.read_text().replace("&#160;", " ").replace("<svg ", '<svg xml:space="preserve" ', 1)
+    png = svg.with_suffix(".png")
+    subprocess.run(["rsvg-convert", "-w", "1400", "-o", str(png)], input=text.encode(), check=True)
+    return png
+
+
 def main() -> None:
     for svg in asyncio.run(render()):
         print(svg)
         if shutil.which("rsvg-convert"):
-            png = svg.with_suffix(".png")
-            subprocess.run(["rsvg-convert", "-w", "1400", str(svg), "-o", str(png)], check=True)
-            print(png)
+            print(to_png(svg))
 
 
 if __name__ == "__main__":
