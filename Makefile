@@ -20,13 +20,15 @@ docker:
 	bash scripts/ensure_docker.sh
 
 image: setup docker
-	$(COOP) sandbox build
+	@if docker info >/dev/null 2>&1; then $(COOP) sandbox build; \
+	else echo "no Docker daemon: coopcode will use its process sandbox"; fi
 
 model: setup
 	$(COOP) models pull qwen2.5-coder-0.5b-instruct
 
+# Exit 1 means the model's program failed a test: still a finished demo, not a broken make.
 demo: image model
-	$(COOP) solve examples/below_zero.py
+	$(COOP) solve examples/below_zero.py || test $$? -eq 1
 
 test: image model
 	$(PY) -m pytest -q tests

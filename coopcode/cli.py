@@ -51,6 +51,7 @@ def _emitter(events: str | None, render: Any) -> Any:
 
 
 def _warn(message: str) -> None:
+    message = message.removeprefix("warning: ")
     err.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
