@@ -12,7 +12,7 @@ import typer
 
 
 def tui(
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Catalog name, local folder or Hugging Face id [default: the embedded 0.5B].")] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Catalog name, local folder or Hugging Face id (default: the embedded 0.5B).")] = None,
     helper_adapter: Annotated[str | None, typer.Option("--helper-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the helper.")] = None,
     main_adapter: Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")] = None,
     sandbox: Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")] = "auto",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.tui.conftest import wait_until
 from tui.session import AgentsSpec
 
@@ -14,6 +16,7 @@ def set_form(screen, **values: str) -> None:
         screen.query_one(f"#{fid}").value = value
 
 
+@pytest.mark.slow  # a child process loads the tiny model: ~40 s here
 async def test_short_bench_fills_the_table_then_compares_runs(make_app, tiny_model_dir: Path,
                                                                workdir: Path):
     # An earlier run to compare with, as `coopcode bench --out runs/earlier` leaves it.

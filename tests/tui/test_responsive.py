@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.tui.conftest import wait_until
 from tui.session import AgentsSpec, default_engine_factory
 from tui.widgets.agent_pane import AgentPane
@@ -81,6 +83,7 @@ async def test_keys_work_while_the_real_engine_generates(make_app, tiny_engine: 
         assert watch.worst < MAX_GAP, f"event loop stalled {watch.worst:.2f}s"
 
 
+@pytest.mark.slow  # a child process loads the tiny model: ~40 s here
 async def test_keys_work_while_a_model_loads_and_a_bench_runs(make_app, tiny_model_dir: Path):
     app = make_app(spec=AgentsSpec(model=str(tiny_model_dir), sandbox="process"),
                    engine_factory=default_engine_factory, mode="bench")

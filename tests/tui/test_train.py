@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.tui.conftest import wait_until
 from tui.session import AgentsSpec
 from tui.widgets.plot import PlotView
 
 
+@pytest.mark.slow  # a child process loads the tiny model: ~40 s here
 async def test_start_watch_curves_and_checkpoints_then_stop(make_app, tiny_model_dir: Path,
                                                              workdir: Path):
     app = make_app(spec=AgentsSpec(model=str(tiny_model_dir), sandbox="process"), mode="train",
