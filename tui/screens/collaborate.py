@@ -75,6 +75,7 @@ class CollaborateScreen(Screen[None]):
         self.cancel_event = threading.Event()
         self.attempt: ev.AttemptReady | None = None  # the latest generated attempt
         self.run_problem: Problem | None = None  # the problem the latest attempt solved
+        self.run_scheme = ""
         self._deltas: list[tuple[int, ev.TokenDelta]] = []  # (run id, delta) not yet drawn
         self._deltas_lock = threading.Lock()
 
@@ -236,6 +237,7 @@ class CollaborateScreen(Screen[None]):
         self.run_id += 1
         self.cancel_event = threading.Event()
         self.generating, self.attempt, self.run_problem = True, None, problem
+        self.run_scheme = scheme
         for pane in self.query(AgentPane):
             role = pane.role if scheme != "single" else "single"
             pane.reset(stream_prefix(agents.engine, problem, role))
@@ -400,9 +402,14 @@ class CollaborateScreen(Screen[None]):
                 merged[-1] = (agent, turn, text + d.text, n + 1)
             else:
                 merged.append((d.agent, d.turn, d.text, 1))
+        helper = self.query_one("#helper-pane", AgentPane)
         for agent, turn, text, n in merged:
-            pane = "#helper-pane" if agent == "helper" else "#main-pane"
-            self.query_one(pane, AgentPane).append(text, turn, tokens=n)
+            if agent == "helper":
+                helper.append(text, turn, tokens=n)
+                continue
+            if self.run_scheme == "sequential" and turn == 1 and helper.state == "streaming":
+                helper.finish()  # main starts once the helper's code is complete
+            self.query_one("#main-pane", AgentPane).append(text, turn, tokens=n)
 
     def on_coop_event(self, message: CoopEvent) -> None:
         if message.run_id != self.run_id:

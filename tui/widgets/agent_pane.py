@@ -68,7 +68,7 @@ class AgentPane(Vertical):
         """Add text that came as `tokens` deltas (the screen batches them per frame)."""
         if self.started is None:
             self.started = time.monotonic()
-            self.state = "streaming"
+        self.state, self.finished = "streaming", None
         if turn != self.turn:
             # A turn starts: show the pre-filled code the model continues, and mark revision
             # turns so the two versions read apart.
