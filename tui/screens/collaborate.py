@@ -392,6 +392,8 @@ class CollaborateScreen(Screen[None]):
     def _flush_deltas(self) -> None:
         """Draw the buffered token deltas: consecutive ones of an agent in one insert."""
         with self._deltas_lock:
+            if not self._deltas:
+                return  # the usual case: nothing streamed since the last frame
             batch, self._deltas = self._deltas, []
         merged: list[tuple[str, int, str, int]] = []  # (agent, turn, text, tokens)
         for run_id, d in batch:
@@ -402,6 +404,8 @@ class CollaborateScreen(Screen[None]):
                 merged[-1] = (agent, turn, text + d.text, n + 1)
             else:
                 merged.append((d.agent, d.turn, d.text, 1))
+        if not merged:
+            return
         helper = self.query_one("#helper-pane", AgentPane)
         for agent, turn, text, n in merged:
             if agent == "helper":
