@@ -111,13 +111,16 @@ class BenchScreen(JobScreen):
         self.out_name = ""
 
     def compose(self) -> ComposeResult:
+        from coopcode.bench import BenchConfig
+
         adapters = [("none", NO_ADAPTER)]
+        tokens = str(BenchConfig().max_new_tokens)  # the CLI's default
         yield NavBar("bench")
         with Horizontal(id="bench-body"):
             with Vertical(id="bench-form", classes="form"):
                 for fid, label, default in (("ks", "k", "1,3,5"), ("n", "n", "5"),
                                             ("temperature", "temp", "0.8"), ("limit", "limit", "10"),
-                                            ("max-new-tokens", "max tokens", "512")):
+                                            ("max-new-tokens", "max tokens", tokens)):
                     with Horizontal(classes="field"):
                         yield Label(label, classes="field-label")
                         yield Input(default, compact=True, id=fid)

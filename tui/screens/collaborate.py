@@ -40,8 +40,6 @@ from tui.widgets.nav import NavBar
 from tui.widgets.results import TestsTable, VerdictSummary
 
 FLUSH_EVERY = 1 / 10  # s; tokens are drawn in batches at most this often (see _flush_deltas)
-MAX_NEW_TOKENS = 512  # per agent turn, as `coopcode solve`
-TEST_TIMEOUT = 5.0  # CPU seconds per program run, as `coopcode solve`
 
 
 class CollaborateScreen(Screen[None]):
@@ -323,6 +321,9 @@ class CollaborateScreen(Screen[None]):
                   cancel: threading.Event) -> None:
         from coopcode.collab import Collaboration
         from coopcode.engines import SamplingParams
+        from coopcode.solve import SolveConfig
+
+        solve = SolveConfig()  # `coopcode solve`'s defaults: greedy, its token budget
 
         def emit(event: ev.Event) -> None:
             self.post_message(CoopEvent(run_id, event))
@@ -332,9 +333,10 @@ class CollaborateScreen(Screen[None]):
             sandbox = session.wait_sandbox() if turns > 1 else None
             collab = Collaboration(
                 agents.engine, scheme=scheme,
-                params=SamplingParams(n=1, max_new_tokens=MAX_NEW_TOKENS, temperature=0.0),
+                params=SamplingParams(n=1, max_new_tokens=solve.max_new_tokens,
+                                      temperature=solve.temperature),
                 helper_adapter=agents.helper_name, main_adapter=agents.main_name, turns=turns,
-                sandbox=sandbox, feedback_timeout=TEST_TIMEOUT)
+                sandbox=sandbox, feedback_timeout=solve.timeout)
             emit(ev.Started(job="solve", total=1, meta={"task_id": problem.task_id, "scheme": scheme}))
 
             def on_delta(role: str, sample: int, turn: int, text: str) -> None:
@@ -377,11 +379,12 @@ class CollaborateScreen(Screen[None]):
     def _run_tests(self, problem: Problem, program: str, scheme: str, emit: Any) -> None:
         """Run `program` against the problem's tests in the sandbox (worker thread)."""
         from coopcode.rewards import grpo_reward, magrpo_reward
+        from coopcode.solve import SolveConfig
         from sandbox import Job
 
         sandbox = self.app.session.wait_sandbox()  # type: ignore[attr-defined]
         verdict = sandbox.run(Job(program=program, tests=problem.tests,
-                                  entry_point=problem.entry_point, timeout=TEST_TIMEOUT))
+                                  entry_point=problem.entry_point, timeout=SolveConfig().timeout))
         reward = (grpo_reward if scheme == "single" else magrpo_reward)(verdict)
         emit(ev.VerdictReady(task_id=problem.task_id, sample=0, scheme=scheme,
                              verdict=verdict.to_dict(), reward=reward.to_dict()))

@@ -19,16 +19,25 @@ from tui.screens.job_screen import JobScreen, form_value
 from tui.widgets.nav import NavBar
 from tui.widgets.plot import PlotView
 
-# Form fields: (id, label, default, type, CLI flag)
+# Form fields: (id, label, TrainConfig field for the default, type, CLI flag). Steps has no
+# library default (one epoch): the form proposes a short run.
 FIELDS: tuple[tuple[str, str, str, type, str], ...] = (
-    ("group-size", "G", "4", int, "--group-size"),
-    ("turns", "turns", "1", int, "--turns"),
-    ("lr", "lr", "5e-5", float, "--lr"),
-    ("lora-rank", "LoRA rank", "8", int, "--lora-rank"),
+    ("group-size", "G", "group_size", int, "--group-size"),
+    ("turns", "turns", "turns", int, "--turns"),
+    ("lr", "lr", "learning_rate", float, "--lr"),
+    ("lora-rank", "LoRA rank", "lora_rank", int, "--lora-rank"),
     ("steps", "steps", "20", int, "--steps"),
-    ("max-new-tokens", "max tokens", "256", int, "--max-new-tokens"),
-    ("problems", "data", "humaneval:train", str, "--problems"),
+    ("max-new-tokens", "max tokens", "max_new_tokens", int, "--max-new-tokens"),
+    ("problems", "data", "problems", str, "--problems"),
 )
+
+
+def field_default(name: str) -> str:
+    """`coopcode train`'s default for a form field (TrainConfig), as the form shows it."""
+    from coopcode.train.config import TrainConfig
+
+    value = getattr(TrainConfig(), name, name)
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 # What the plots show, from `coopcode train`'s Metric events: (metric key, curve name).
@@ -80,7 +89,7 @@ class TrainScreen(JobScreen):
                 for fid, label, default, _kind, _flag in FIELDS:
                     with Horizontal(classes="field"):
                         yield Label(label, classes="field-label")
-                        yield Input(default, compact=True, id=fid)
+                        yield Input(field_default(default), compact=True, id=fid)
                 with Horizontal(classes="field"):
                     yield Label("run", classes="field-label")
                     yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="run-name")
