@@ -1,6 +1,7 @@
 """The policy-gradient update: our batched log-probs vs one forward per completion.
 
     .venv/bin/python benchmarks/train_step.py [--group 4] [--completion-tokens 160] [--model NAME]
+                                              [--threads N] [--repeats 3]
 
 One agent's update for one sibling group, as the trainer does it: log pi(a|h) of G sampled
 completions under the current LoRA policy, the loss -mean(A * log pi), and its backward.
@@ -79,7 +80,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--model", default=None)
     ap.add_argument("--task", default="HumanEval/2")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    ap.add_argument("--only", choices=("reference", "per-completion", "ours"), default=None,
+                    help="time one way alone (run once per way to compare peak memory)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     from peft import LoraConfig
 
@@ -116,21 +122,28 @@ def main() -> None:
     adv = torch.linspace(-1, 1, g)
     ways = {"reference": reference_logprobs, "per-completion": vectorised_logprobs,
             "ours": ours_logprobs}
+    if args.only:
+        ways = {args.only: ways[args.only]}
 
     print(f"model {engine.model_name}, dtype {engine.dtype}, threads {torch.get_num_threads()}, "
           f"G={g}, completion tokens {lengths}, helper prompt {len(helper_prompt)} tokens, "
           f"main prompts {[len(p) for p in main_prompts]} tokens")
-    print("| group | reference s | per-completion s | ours s | ours vs reference |")
-    print("|---|---|---|---|---|")
+    if not args.only:
+        print("| group | reference s | per-completion s | ours s | ours vs reference |")
+        print("|---|---|---|---|---|")
     for name, (ps, cs) in groups.items():
         times: dict[str, list[float]] = {w: [] for w in ways}
         values: dict[str, torch.Tensor] = {}
-        timed_update(ways["ours"], model, params, ps, cs, adv, 0.8)  # warm-up
+        warm = next(iter(ways.values()))
+        timed_update(warm, model, params, ps, cs, adv, 0.8)  # first calls pay for allocations
         for _ in range(args.repeats):
             for w, fn in ways.items():  # interleaved: all three see the same background load
                 seconds, seq = timed_update(fn, model, params, ps, cs, adv, 0.8)
                 times[w].append(seconds)
                 values[w] = seq
+        if args.only:
+            print(f"| {name} | {args.only} | {statistics.median(times[args.only]):.2f} s |")
+            continue
         for w in ("per-completion", "ours"):
             # bf16 forwards with different shapes round differently: compare loosely
             assert torch.allclose(values[w], values["reference"], rtol=2e-2, atol=0.5), (w, values)

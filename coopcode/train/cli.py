@@ -250,7 +250,7 @@ def checkpoints_show(
         print(json.dumps({**info.to_dict(), "curve": curve}, default=str))
         return
     m = info.manifest
-    base = m.get("base") if isinstance(m.get("base"), dict) else {}
+    base: dict[str, Any] = m["base"] if isinstance(m.get("base"), dict) else {}
     out.print(f"[bold]{info.name}[/]  {info.path}")
     out.print(f"algorithm {info.algorithm}, step {info.step}/{info.total_steps}, "
               f"resumable at {info.resumable_step if info.resumable_step is not None else '-'}")
@@ -258,7 +258,7 @@ def checkpoints_show(
               f"coopcode {m.get('coopcode_version', '?')}")
     for role, size in info.adapters.items():
         out.print(f"  {role}/  {size / 1e6:.1f} MB")
-    config = m.get("config") if isinstance(m.get("config"), dict) else {}
+    config: dict[str, Any] = m["config"] if isinstance(m.get("config"), dict) else {}
     if config:
         keys = ("problems", "scheme", "joint", "group_size", "max_new_tokens", "temperature",
                 "turns", "learning_rate", "lora_rank", "kl_coef", "seed")

@@ -155,7 +155,9 @@ def completion_logprobs(
 
     # Position t predicts token t+1: completion token k of row i is predicted at
     # len(prompt_i) - 1 + k, i.e. at that minus `shared` in the suffix.
-    rows, cols, targets = [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    targets: list[int] = []
     for i, (p, c) in enumerate(zip(prompts, completions)):
         start = len(p) - 1 - shared
         rows.extend([i] * len(c))

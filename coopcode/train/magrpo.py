@@ -217,12 +217,12 @@ class MAGRPOTrainer:
                         kl_tok = k3.sum(1)
                         if cfg.logprob_reduction == "mean":
                             kl_tok = kl_tok / lp.mask.sum(1).clamp(min=1)
-                        kl_sum += float(k3.sum())
+                        kl_sum += float(k3.detach().sum())
                         if cfg.kl_coef > 0:
                             loss = loss + cfg.kl_coef * kl_tok.sum() / total
                     if loss.requires_grad:
                         loss.backward()
-                loss_sum += float(loss)
+                loss_sum += float(loss.detach())
                 ent_sum += float((lp.entropy * lp.mask).sum())
                 tokens += int(lp.mask.sum())
         out = {

@@ -178,9 +178,9 @@ class RolloutBuilder:
         if cfg.collab_scheme == "parallel":
             main_asks = [_Ask(op, "main", self.collab._first_prompts(op.problem, "main", None), g)
                          for op in opens]
-            got = self._generate(helper_asks + main_asks, step, stats)
-            for op, helpers, mains in zip(opens, got[:len(opens)], got[len(opens):]):
-                op.node.samples = {"helper": helpers, "main": mains}
+            both = self._generate(helper_asks + main_asks, step, stats)
+            for op, helpers, parallel_mains in zip(opens, both[:len(opens)], both[len(opens):]):
+                op.node.samples = {"helper": helpers, "main": parallel_mains}
                 op.node.actions = [JointAction(m) for m in self._pairs(g)]
             return
         # sequential: mains see the helper's code

@@ -1,0 +1,107 @@
+"""Rollouts on the tiny model: how joint actions are formed per scheme and joint mode, the
+sandbox reward, and multi-turn trees with public-example feedback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coopcode.code import prompt_context
+from coopcode.problems import load_problems
+from coopcode.train.config import TrainConfig
+from coopcode.train.magrpo import MAGRPOTrainer
+from coopcode.train.rollout import output_scorer
+
+
+def _trainer(make_engine: Any, model_dir: Path, sandbox: Any = None, **kw: Any) -> Any:
+    config = TrainConfig(**{"group_size": 2, "max_new_tokens": 6, "warmup_steps": 0, **kw})
+    scorer = None if sandbox is not None and kw.get("use_sandbox_reward", True) else \
+        output_scorer(lambda p, a, n: 0.1 * a.members["main"])
+    return MAGRPOTrainer(make_engine(model_dir), config, load_problems("humaneval:train")[:2],
+                         sandbox=sandbox, scorer=scorer)
+
+
+def test_sequential_aligned_shows_each_main_its_helpers_code(make_engine: Any, tiny_model_dir: Path) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir)
+    (rollout,), stats = trainer.rollouts.run(trainer.problems[:1], step=0)
+    node = rollout.root
+    assert [a.members for a in node.actions] == [{"helper": 0, "main": 0}, {"helper": 1, "main": 1}]
+    decode = trainer.engine.tokenizer.decode
+    for helper, main in zip(node.samples["helper"], node.samples["main"]):
+        if helper.code.strip():
+            assert helper.code.strip() in decode(main.prompt_ids)
+        assert main.group == 0  # aligned: the G mains are one sibling group
+    assert len({tuple(s.prompt_ids) for s in node.samples["helper"]}) == 1
+    assert stats.samples == 4 and stats.gen_tokens > 0
+    assert node.rewards == [0.0, 0.1]
+
+
+def test_sequential_cross_samples_g_mains_per_helper(make_engine: Any, tiny_model_dir: Path) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir, joint="cross", group_size=3)
+    (rollout,), _ = trainer.rollouts.run(trainer.problems[:1], step=0)
+    node = rollout.root
+    assert len(node.samples["helper"]) == 3 and len(node.samples["main"]) == 9
+    assert len(node.actions) == 9
+    assert {a.members["main"] // 3 == a.members["helper"] for a in node.actions} == {True}
+    assert [s.group for s in node.samples["main"]] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+
+
+def test_parallel_cross_pairs_every_helper_with_every_main(make_engine: Any, tiny_model_dir: Path) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir, scheme="parallel", joint="cross")
+    (rollout,), _ = trainer.rollouts.run(trainer.problems[:1], step=0)
+    node = rollout.root
+    assert sorted((a.members["helper"], a.members["main"]) for a in node.actions) == \
+        [(0, 0), (0, 1), (1, 0), (1, 1)]
+    # parallel: the main agent never sees helper code, so both mains share one prompt
+    assert len({tuple(s.prompt_ids) for s in node.samples["main"]}) == 1
+
+
+def test_samples_are_reproducible_per_step_and_differ_across_steps(make_engine: Any,
+                                                                   tiny_model_dir: Path) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir, temperature=1.0)
+    first, _ = trainer.rollouts.run(trainer.problems[:1], step=3)
+    again, _ = trainer.rollouts.run(trainer.problems[:1], step=3)
+    other, _ = trainer.rollouts.run(trainer.problems[:1], step=4)
+
+    def ids(r: Any) -> list[list[int]]:
+        return [s.completion_ids for s in r[0].root.samples["helper"]]
+
+    assert ids(first) == ids(again)  # what a resumed run regenerates
+    assert ids(first) != ids(other)
+
+
+@pytest.mark.slow
+def test_execution_reward_and_multi_turn_feedback_tree(make_engine: Any, tiny_model_dir: Path,
+                                                      process_sandbox: Any) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir, sandbox=process_sandbox, turns=2, gamma=0.5)
+    (rollout,), _ = trainer.rollouts.run(trainer.problems[:1], step=0)
+    root = rollout.root
+    problem = rollout.problem
+    for a in root.actions:
+        assert a.reward is not None  # scored by running the program in the sandbox
+        assert prompt_context(problem.prompt, problem.entry_point).strip() in a.program
+        assert a.feedback  # public-example feedback for the revision turn
+    assert sorted(root.children) == [0, 1]
+    decode = trainer.engine.tokenizer.decode
+    for j, child in root.children.items():
+        assert child.turn == 2 and child.path == (j,)
+        assert len(child.actions) == 2 and len(child.rewards) == 2
+        prompt = decode(child.samples["main"][0].prompt_ids)
+        assert "Running the combined program on the public examples gave" in prompt
+        assert root.actions[j].feedback.splitlines()[0] in prompt
+    from coopcode.train.tree import discounted_returns, mean
+
+    discounted_returns(root, 0.5)
+    assert root.returns == pytest.approx([r + 0.5 * mean(root.children[j].rewards)
+                                          for j, r in enumerate(root.rewards)])
+
+
+@pytest.mark.slow
+def test_a_node_whose_mean_reward_reaches_the_threshold_is_not_revised(
+        make_engine: Any, tiny_model_dir: Path, process_sandbox: Any) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir, sandbox=process_sandbox, turns=2,
+                       early_stop_reward=0.0)
+    (rollout,), _ = trainer.rollouts.run(trainer.problems[:1], step=0)
+    assert rollout.root.children == {}
