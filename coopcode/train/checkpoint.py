@@ -130,7 +130,8 @@ def manifest(*, base_name: str, fingerprint: str, algorithm: str, config: dict[s
 
 
 def truncate_metrics(path: Path, step: int) -> None:
-    """Drop metric lines after `step` (written by a run killed before its next save)."""
+    """Drop lines after `step` (written by a run killed before its next save) from a
+    step-keyed JSONL log (metrics.jsonl, samples.jsonl)."""
     if not path.exists():
         return
     keep = []

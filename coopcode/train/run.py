@@ -109,7 +109,8 @@ def train(
             engine.load_adapter_weights(name, str(state_dir / name))
         trainer.load_state_dict(trainer_state)
         ckpt.publish_adapters(out, state_dir, names)
-    ckpt.truncate_metrics(out / "metrics.jsonl", trainer.step)
+    for name in ("metrics.jsonl", "samples.jsonl"):
+        ckpt.truncate_metrics(out / name, trainer.step)
     if not (out / "config.json").exists():
         ckpt.write_json_atomic(out / "config.json", config.to_dict())
     log = MetricsLog(out, emit)
@@ -152,6 +153,7 @@ def train(
             values = trainer.train_step()
             step = trainer.step
             log.log(step, values, extra={"task_ids": [r.problem.task_id for r in trainer.last_rollouts]})
+            log_samples(out / "samples.jsonl", step, trainer.last_rollouts)
             rate = (time.time() - started) / max(1, step - first_step)
             emit(Progress(done=step, total=total, label=f"step {step}/{total}",
                           eta_s=rate * (total - step)))
@@ -171,6 +173,20 @@ def train(
                                         "stopped": stopped,
                                         "reward_mean": log.recent("reward/mean")}))
     return result
+
+
+def log_samples(path: Path, step: int, rollouts: list[Any]) -> None:
+    """What the agents wrote at this step and what it scored (turn 1): for reading a run."""
+    with open(path, "a") as f:
+        for r in rollouts:
+            node = r.root
+            actions = []
+            for a in node.actions:
+                codes = {role: node.samples[role][i].code for role, i in a.members.items()}
+                actions.append({"reward": a.reward.to_dict() if a.reward else None,
+                                "passed": a.passed, **codes})
+            f.write(json.dumps({"step": step, "task_id": r.problem.task_id,
+                                "actions": actions}) + "\n")
 
 
 def _check_base(out: Path, engine: Any, resume: bool) -> None:

@@ -133,6 +133,9 @@ def test_killed_and_stopped_runs_resume_to_the_same_steps_without_repeating_data
     order = ProblemOrder(LIMIT, 1, seed=0)
     expected = [[problems[i].task_id for i in order.indices(s)] for s in range(STEPS)]
     assert [x["task_ids"] for x in lines] == expected
+    samples = [json.loads(x) for x in (interrupted_run / "samples.jsonl").read_text().splitlines()]
+    assert [(x["step"], x["task_id"]) for x in samples] == [(i + 1, t[0]) for i, t in enumerate(expected)]
+    assert all(len(x["actions"]) == 2 and "helper" in x["actions"][0] for x in samples)
     # The first epoch (5 steps) saw every problem exactly once.
     assert sorted(t for x in lines[:LIMIT] for t in x["task_ids"]) == sorted(p.task_id for p in problems)
     manifest = json.loads((interrupted_run / "manifest.json").read_text())
