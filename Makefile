@@ -8,7 +8,7 @@ PY      := $(VENV)/bin/python
 COOP    := $(VENV)/bin/coopcode
 STAMP   := $(VENV)/.coopcode-installed
 
-.PHONY: setup docker image model demo test test-fast bench lint clean
+.PHONY: setup docker tools image model demo test test-fast bench lint clean
 
 $(STAMP): pyproject.toml scripts/setup_venv.sh
 	bash scripts/setup_venv.sh $(VENV)
@@ -18,6 +18,9 @@ setup: $(STAMP)
 
 docker:
 	bash scripts/ensure_docker.sh
+
+tools:
+	bash scripts/ensure_tools.sh
 
 image: setup docker
 	@if docker info >/dev/null 2>&1; then $(COOP) sandbox build; \
@@ -30,7 +33,7 @@ model: setup
 demo: image model
 	$(COOP) solve examples/below_zero.py || test $$? -eq 1
 
-test: image model
+test: image model tools
 	$(PY) -m pytest -q tests
 
 test-fast: setup

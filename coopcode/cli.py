@@ -31,13 +31,13 @@ app.add_typer(models_app, name="models")
 out = Console()
 err = Console(stderr=True)
 
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Catalog name, local folder or Hugging Face id [default: qwen2.5-coder-0.5b-instruct].")]
+ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Catalog name, local folder or Hugging Face id \\[default: qwen2.5-coder-0.5b-instruct].")]
 HelperOpt = Annotated[str | None, typer.Option("--helper-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the helper.")]
 MainOpt = Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")]
 SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")]
 EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (GPU machines, optional extra).")]
-DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="bfloat16 or float32 [default: bfloat16 where the CPU has bf16 instructions].")]
+DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="bfloat16 or float32 \\[default: bfloat16 where the CPU has bf16 instructions].")]
 
 
 def _emitter(events: str | None, render: Any) -> Any:

@@ -202,6 +202,11 @@ class Collaboration:
             if on_delta is not None:
                 on_delta(asks[ri].role, asks[ri].sample, asks[ri].turn, text)
 
+        # The pre-filled code (`def aux(`, the signature) is part of the agent's code: stream it
+        # first, so a viewer reads code from its first line.
+        for ri, a in enumerate(asks):
+            if a.prompt.prefix:
+                relay(ri, 0, a.prompt.prefix)
         results = self.engine.generate(requests, on_delta=relay, cancel=cancel)
         out = []
         for a, (completion,) in zip(asks, results):

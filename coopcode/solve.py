@@ -127,6 +127,12 @@ def solve(
         emit(TokenDelta(task_id=problem.task_id, agent=role, sample=sample, turn=turn, text=text))
 
     attempts = collab.run(problem, list(range(config.n)), on_delta=on_delta, cancel=cancel)
+    if cancel is not None and cancel.is_set():
+        # A cancelled generation is unfinished code: report it, do not execute it.
+        result = SolveResult(problem, attempts, time.time() - started, {**meta, "cancelled": True})
+        emit(Finished(job="solve", summary={"passed": False, "cancelled": True,
+                                            "seconds": round(result.seconds, 2)}))
+        return result
     for a in attempts:
         emit(AttemptReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
                           helper_code=a.helper_code, main_code=a.main_code,

@@ -107,10 +107,10 @@ def test_streamed_deltas_are_labelled_by_role_and_sample() -> None:
 
     Collaboration(engine).run(PROBLEM, [0, 1], on_delta=on_delta)
     assert set(got) == {("helper", 0), ("helper", 1), ("main", 0), ("main", 1)}
-    # Only what the model writes after the pre-filled `def aux(` is streamed, and the stop
+    # The pre-filled `def aux(` is streamed first, then the model's text, and the stop
     # string (the closing fence) cuts generation: nothing after it is streamed.
-    assert "def aux(" + got[("helper", 0)] == HELPER_CODE
-    assert "print" not in got[("main", 0)]
+    assert got[("helper", 0)] == HELPER_CODE
+    assert got[("main", 0)] == MAIN_CODE and "print" not in got[("main", 0)]
 
 
 def test_base_models_get_completion_prompts() -> None:

@@ -238,7 +238,7 @@ class CollaborateScreen(Screen[None]):
         self.run_scheme = scheme
         for pane in self.query(AgentPane):
             role = pane.role if scheme != "single" else "single"
-            pane.reset(stream_prefix(agents.engine, problem, role))
+            pane.reset("")  # the pre-filled code arrives as the first streamed delta
         self.query_one("#helper-pane", AgentPane).display = scheme != "single"
         self.query_one("#program", TextArea).load_text("")
         self.query_one("#tests", TestsTable).clear()
@@ -457,22 +457,6 @@ class CollaborateScreen(Screen[None]):
             pane.finish("cancelled")
         self.query_one("#summary", VerdictSummary).show_idle("cancelled · Ctrl+R runs again")
         self.notify("Generation cancelled.")
-
-
-def stream_prefix(engine: Any, problem: Problem, role: str) -> str:
-    """The code a chat prompt pre-fills for `role` (the stream continues it), as collab does.
-
-    Shown at the head of the agent's pane so the streamed text reads as code.
-    """
-    if not getattr(engine, "instruct", True):
-        return ""
-    from coopcode import prompts
-
-    if role == "helper":
-        fill = getattr(prompts, "helper_prefill", None)
-    else:
-        fill = getattr(prompts, "entry_signature", None)
-    return fill(problem) if fill is not None else ""
 
 
 def _one_line(e: BaseException) -> str:
