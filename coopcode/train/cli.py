@@ -83,8 +83,7 @@ def train(
 ) -> None:
     """Train the helper and main agents (MAGRPO) or one agent (GRPO) as LoRA adapters.
 
-    Writes checkpoints/<run>/helper/ and main/ (PEFT adapters that solve, bench and the TUI
-    load), manifest.json and metrics.jsonl. Ctrl-C stops after saving; --resume continues.
+    Writes checkpoints/<run>/helper/ and main/ (PEFT adapters that solve, bench and the TUI load), manifest.json and metrics.jsonl. Ctrl-C stops after saving; --resume continues.
     """
     import threading
 

@@ -40,7 +40,6 @@ from coopcode.train.rollout import (
     Scorer,
 )
 from coopcode.train.tree import (
-    Node,
     Sample,
     assign_advantages,
     discounted_returns,
@@ -166,7 +165,7 @@ class MAGRPOTrainer:
         metrics.update({
             "loss": sum(metrics[f"{r}/loss"] for r in self.roles),
             "grad_norm": max(metrics[f"{r}/grad_norm"] for r in self.roles),
-            "lr": self.schedulers[self.roles[0]].get_last_lr()[0],
+            "lr": metrics[f"{self.roles[0]}/lr"],  # the rate this step's update used
             "epoch": self.order.epoch(self.step - 1),
             "gen_seconds": rstats.gen_seconds,
             "score_seconds": rstats.score_seconds,
@@ -305,6 +304,3 @@ def siblings(samples: list[Sample]) -> list[list[Sample]]:
         groups[s.group].append(s)
     return [groups[k] for k in sorted(groups)]
 
-
-def all_nodes(rollouts: Sequence[ProblemRollout]) -> list[Node]:
-    return [n for r in rollouts for n in r.root.walk()]
