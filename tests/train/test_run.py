@@ -1,0 +1,35 @@
+"""`coopcode.train.train` from Python: a plain reward function, events, the run folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from coopcode import events as ev
+from coopcode.train import TrainConfig, output_scorer, train
+
+
+def test_train_from_python_with_a_plain_reward_function(make_engine: Any, tiny_model_dir: Path,
+                                                        tmp_path: Path) -> None:
+    seen: list[ev.Event] = []
+
+    def calls_aux(problem: Any, action: Any, node: Any) -> float:
+        return float("aux" in node.samples["main"][action.members["main"]].text)
+
+    out = tmp_path / "shaped"
+    result = train(TrainConfig(steps=2, group_size=2, max_new_tokens=4, limit=3, save_every=1),
+                   out, engine=make_engine(tiny_model_dir), scorer=output_scorer(calls_aux),
+                   emit=seen.append)
+    assert (result.step, result.total_steps, result.stopped) == (2, 2, False)
+    kinds = [type(e).__name__ for e in seen]
+    assert kinds[0] == "Started" and kinds[-1] == "Finished"
+    metrics = [e for e in seen if isinstance(e, ev.Metric)]
+    assert [m.step for m in metrics] == [1, 2]
+    for key in ("reward/mean", "reward/std", "reward/syntax", "reward/runs", "reward/tests",
+                "pass_rate", "loss", "grad_norm", "tokens_per_s", "step_seconds"):
+        assert key in metrics[0].values, key
+    saves = [e.message for e in seen if isinstance(e, ev.Log) and "checkpoint" in e.message]
+    assert saves == [f"checkpoint step 1: {out}", f"checkpoint step 2: {out}"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["metrics"]["reward_mean"] is not None and manifest["step"] == 2
