@@ -10,6 +10,10 @@ from tui.widgets.agent_pane import AgentPane
 from tui.widgets.results import TestsTable
 
 HELPER, MAIN = KNOWN["has_close_elements"]
+# What the prompts pre-fill; collab streams it as each agent's first delta (ungated here:
+# it comes before the engine's first token).
+PREFILL = {"helper": "def aux(",
+           "main": "def has_close_elements(numbers: List[float], threshold: float) -> bool:\n"}
 
 
 def chunks(text: str, size: int = 4) -> list[str]:
@@ -29,16 +33,17 @@ async def test_streams_token_by_token_then_runs_the_tests(make_app):
         # The helper writes first (sequential scheme); each chunk shows up alone, in order,
         # after the code the prompt pre-filled (`def aux(`, the signature).
         for pane, text in ((helper, HELPER), (main, MAIN)):
-            assert text.startswith(pane.prefix) and pane.prefix.startswith("def ")
+            prefix = PREFILL[pane.role]
+            assert text.startswith(prefix)
             sent = ""
-            pieces = chunks(text[len(pane.prefix):])
+            pieces = chunks(text[len(prefix):])
             for i, piece in enumerate(pieces):
                 engine.gate.release()
                 sent += piece
-                await wait_until(pilot, lambda p=pane, s=sent: p.text == p.prefix + s,
+                await wait_until(pilot, lambda p=pane, s=prefix + sent: p.text == s,
                                  what=repr(sent[-12:]))
-                assert pane.code_view.text == pane.prefix + sent
-                assert pane.tokens == len(chunks(sent))
+                assert pane.code_view.text == prefix + sent
+                assert pane.tokens == len(chunks(sent)) + 1  # + the pre-filled delta
                 if i < len(pieces) - 1:  # after the last one the attempt may be complete
                     assert pane.state == "streaming"
                 if pane is main:
@@ -69,11 +74,11 @@ async def test_escape_cancels_a_generation_cleanly(make_app):
         helper = screen.query_one("#helper-pane", AgentPane)
         for _ in range(3):
             engine.gate.release()
-        await wait_until(pilot, lambda: len(helper.text) == len(helper.prefix) + 12)
+        await wait_until(pilot, lambda: len(helper.text) == len(PREFILL["helper"]) + 12)
         await pilot.press("escape")
         await wait_until(pilot, lambda: not screen.generating, what="cancelled")
         assert helper.state == "cancelled"
-        assert helper.text == HELPER[:len(helper.prefix) + 12]  # nothing after the cancel
+        assert helper.text == HELPER[:len(PREFILL["helper"]) + 12]  # nothing after the cancel
         assert screen.query_one("#program").text == ""
         assert screen.query_one("#tests", TestsTable).row_count == 0
         # The app is ready for the next run, which completes normally.

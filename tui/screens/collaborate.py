@@ -238,7 +238,7 @@ class CollaborateScreen(Screen[None]):
         self.run_scheme = scheme
         for pane in self.query(AgentPane):
             role = pane.role if scheme != "single" else "single"
-            pane.reset("")  # the pre-filled code arrives as the first streamed delta
+            pane.reset()  # the pre-filled code (`def aux(`, the signature) arrives as the first delta
         self.query_one("#helper-pane", AgentPane).display = scheme != "single"
         self.query_one("#program", TextArea).load_text("")
         self.query_one("#tests", TestsTable).clear()

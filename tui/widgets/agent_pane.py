@@ -39,7 +39,6 @@ class AgentPane(Vertical):
         self.finished: float | None = None
         self.state = "idle"  # idle, streaming, done, cancelled
         self.turn = 0
-        self.prefix = ""  # code the prompt pre-filled: the model's text continues it
 
     def compose(self) -> ComposeResult:
         # No language yet: compiling the highlight query costs ~0.1 s per editor, paid at the
@@ -55,8 +54,8 @@ class AgentPane(Vertical):
     def code_view(self) -> TextArea:
         return self.query_one(TextArea)
 
-    def reset(self, prefix: str = "") -> None:
-        self.text, self.tokens, self.turn, self.prefix = "", 0, 0, prefix
+    def reset(self) -> None:
+        self.text, self.tokens, self.turn = "", 0, 0
         self.started = self.finished = None
         self.state = "idle"
         view = self.code_view
@@ -70,11 +69,11 @@ class AgentPane(Vertical):
             self.started = time.monotonic()
         self.state, self.finished = "streaming", None
         if turn != self.turn:
-            # A turn starts: show the pre-filled code the model continues, and mark revision
+            # A turn starts (its first delta is the code the prompt pre-filled): mark revision
             # turns so the two versions read apart.
             head = f"\n# ── turn {turn} ──\n" if self.turn else ""
             self.turn = turn
-            delta = head + self.prefix + delta
+            delta = head + delta
         self.text += delta
         self.tokens += tokens
         view = self.code_view
