@@ -9,7 +9,7 @@ to pass@k when every problem has a single test.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from math import comb
 
 from coopcode.errors import UserError
@@ -54,14 +54,14 @@ def acc_at_k(fractions: Sequence[float], k: int) -> float:
     return sum(ordered[i] * comb(i, k - 1) for i in range(k - 1, n)) / total
 
 
-def mean_pass_at_k(results: dict[str, Sequence[bool]], k: int) -> float:
+def mean_pass_at_k(results: Mapping[str, Sequence[bool]], k: int) -> float:
     """Mean pass@k over problems; `results` maps task id -> per-sample correctness."""
     if not results:
         return 0.0
     return sum(pass_at_k(len(v), sum(map(bool, v)), k) for v in results.values()) / len(results)
 
 
-def mean_acc_at_k(results: dict[str, Sequence[float]], k: int) -> float:
+def mean_acc_at_k(results: Mapping[str, Sequence[float]], k: int) -> float:
     if not results:
         return 0.0
     return sum(acc_at_k(v, k) for v in results.values()) / len(results)

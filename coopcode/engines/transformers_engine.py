@@ -221,7 +221,7 @@ class TransformersEngine(Engine):
         except (OSError, ValueError) as e:
             first = str(e).strip().splitlines()[0] if str(e).strip() else e.__class__.__name__
             raise ModelError(f"cannot load model {resolved.name}: {first}") from None
-        self.base.to(self.device).eval()
+        self.base.to(self.device).eval()  # type: ignore[arg-type]
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -436,7 +436,7 @@ class TransformersEngine(Engine):
             if not stopper.done[i]:  # generate() ran out of tokens before our check saw it
                 ids = out[i, prompt_len:].tolist()
                 stopper.ids[i] = [t for t in ids if t != self.tokenizer.pad_token_id]
-                stopper.text[i] = self.tokenizer.decode(stopper.ids[i], skip_special_tokens=True)
+                stopper.text[i] = str(self.tokenizer.decode(stopper.ids[i], skip_special_tokens=True))
                 stopper._finish(i, "length")
             ids = stopper.ids[i]
             completions.append(Completion(
@@ -450,5 +450,5 @@ class TransformersEngine(Engine):
 
     def close(self) -> None:
         self.peft = None
-        self.base = None
+        self.base = None  # type: ignore[assignment]
 

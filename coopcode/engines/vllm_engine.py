@@ -67,7 +67,10 @@ class VLLMEngine(Engine):
         from vllm import SamplingParams as VSamplingParams
         from vllm.lora.request import LoRARequest
 
-        prompts, params, loras, owners = [], [], [], []
+        prompts: list[str] = []
+        params: list[Any] = []
+        loras: list[Any] = []
+        owners: list[tuple[int, int]] = []
         for ri, r in enumerate(requests):
             for si in range(r.params.n):
                 p = r.params

@@ -80,8 +80,8 @@ def join_parts(files: list[Path], dest: Path, model: CatalogModel, progress: Pro
     progress(f"joining {len(files)} parts into {dest.name} ({model.size / 1e6:.0f} MB) ...")
     digest = hashlib.sha256()
     with open(dest, "wb") as out:
-        for f in files:
-            with open(f, "rb") as src:
+        for part in files:
+            with open(part, "rb") as src:
                 while chunk := src.read(1 << 24):
                     digest.update(chunk)
                     out.write(chunk)

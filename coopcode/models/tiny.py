@@ -34,7 +34,7 @@ def make_tiny_model(dest: Path, *, seed: int = 0, hidden: int = 64, layers: int 
         pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config).to(torch.float32)
+    model = Qwen2ForCausalLM(config).to(torch.float32)  # type: ignore[arg-type]
     dest.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(dest))
     tokenizer.save_pretrained(str(dest))

@@ -145,7 +145,7 @@ def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
     )
 
 
-def _first_line(node: ast.AST) -> int:
+def _first_line(node: ast.stmt) -> int:
     decorators = getattr(node, "decorator_list", [])
     return min([node.lineno] + [d.lineno for d in decorators])
 
