@@ -8,17 +8,8 @@ from rich.text import Text
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
+from coopcode.render import STATUS_STYLE
 from tui.cooperation import Cooperation
-
-STATUS_STYLE = {
-    "passed": "bold green",
-    "failed": "bold red",
-    "error": "bold magenta",
-    "timeout": "bold yellow",
-    "syntax_error": "bold red",
-    "no_tests": "yellow",
-    "sandbox_error": "bold red",
-}
 
 
 class TestsTable(DataTable[Any]):
