@@ -237,7 +237,6 @@ class CollaborateScreen(Screen[None]):
         self.generating, self.attempt, self.run_problem = True, None, problem
         self.run_scheme = scheme
         for pane in self.query(AgentPane):
-            role = pane.role if scheme != "single" else "single"
             pane.reset()  # the pre-filled code (`def aux(`, the signature) arrives as the first delta
         self.query_one("#helper-pane", AgentPane).display = scheme != "single"
         self.query_one("#program", TextArea).load_text("")
