@@ -55,7 +55,9 @@ def test_batched_logprobs_equal_one_forward_per_completion(make_engine: Any, tin
     assert batched.mask.sum().item() == sum(len(c) for c in comps)
     torch.testing.assert_close(batched.reduce("sum"), torch.stack([r.sum() for r in single]),
                                atol=1e-4, rtol=1e-5)
-    assert (batched.entropy[batched.mask] > 0).all()
+    measured = batched.entropy[batched.mask]
+    measured = measured[~torch.isnan(measured)]
+    assert measured.numel() == 3 and (measured > 0).all()  # every 8th of the 24 tokens
 
 
 def test_batched_gradients_equal_per_completion_gradients(make_engine: Any, tiny_model_dir: Path) -> None:
