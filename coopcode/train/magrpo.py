@@ -193,7 +193,7 @@ class MAGRPOTrainer:
                 for g in groups]
         peft = self.engine.peft
         peft.set_adapter(ADAPTER_OF_ROLE[role])  # also makes only this adapter's weights trainable
-        loss_sum, kl_sum, ent_sum, tokens = 0.0, 0.0, 0.0, 0
+        loss_sum, kl_sum, ent_sum, tokens, ent_n = 0.0, 0.0, 0.0, 0, 0
         for group in work:
             for start in range(0, len(group), cfg.micro_batch):
                 self._check_cancel()
@@ -222,11 +222,14 @@ class MAGRPOTrainer:
                     if loss.requires_grad:
                         loss.backward()
                 loss_sum += float(loss.detach())
-                ent_sum += float((lp.entropy * lp.mask).sum())
+                measured = lp.entropy[lp.mask]
+                measured = measured[~torch.isnan(measured)]
+                ent_sum += float(measured.sum())
+                ent_n += int(measured.numel())
                 tokens += int(lp.mask.sum())
         out = {
             f"{role}/loss": loss_sum,
-            f"{role}/entropy": ent_sum / tokens if tokens else 0.0,
+            f"{role}/entropy": ent_sum / ent_n if ent_n else 0.0,
             f"{role}/adv_abs": mean([abs(s.advantage) for s in samples]),
             f"{role}/completion_tokens": mean([len(s.completion_ids) for s in samples]),
             f"{role}/trained_samples": float(sum(len(g) for g in work)),
