@@ -185,7 +185,7 @@ class TrainPrinter:
 
     KEYS = (("reward/mean", "reward {:.3f}"), ("reward/std", "±{:.3f}"), ("pass_rate", "pass {:.0%}"),
             ("loss", "loss {:+.3f}"), ("grad_norm", "|g| {:.2f}"), ("kl", "kl {:.4f}"),
-            ("tokens_per_s", "{:.0f} tok/s"), ("step_seconds", "{:.1f} s"))
+            ("tokens_per_s", "{:.0f} tok/s"), ("step_seconds", "{:.1f} s"), ("peak_rss_mb", "peak {:.0f} MB"))
 
     def __init__(self, console: Console) -> None:
         self.console = console

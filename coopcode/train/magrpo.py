@@ -74,6 +74,15 @@ def lr_lambda(config: TrainConfig, total_steps: int) -> Any:
     return factor
 
 
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MB (ru_maxrss: KB on Linux, B on macOS)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+
+
 class MAGRPOTrainer:
     """Trains the agents of `config.roles` on `problems` with an engine's trainable adapters."""
 
@@ -172,7 +181,10 @@ class MAGRPOTrainer:
             "update_seconds": done - update_started,
             "step_seconds": done - started,
             "tokens_per_s": rstats.gen_tokens / max(rstats.gen_seconds, 1e-9),
+            "peak_rss_mb": peak_rss_mb(),
         })
+        if torch.cuda.is_available():
+            metrics["cuda_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
         kls = [metrics[f"{r}/kl"] for r in self.roles if f"{r}/kl" in metrics]
         if kls:
             metrics["kl"] = mean(kls)

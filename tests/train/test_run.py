@@ -27,7 +27,7 @@ def test_train_from_python_with_a_plain_reward_function(make_engine: Any, tiny_m
     metrics = [e for e in seen if isinstance(e, ev.Metric)]
     assert [m.step for m in metrics] == [1, 2]
     for key in ("reward/mean", "reward/std", "reward/syntax", "reward/runs", "reward/tests",
-                "pass_rate", "loss", "grad_norm", "tokens_per_s", "step_seconds"):
+                "pass_rate", "loss", "grad_norm", "tokens_per_s", "step_seconds", "peak_rss_mb"):
         assert key in metrics[0].values, key
     saves = [e.message for e in seen if isinstance(e, ev.Log) and "checkpoint" in e.message]
     assert saves == [f"checkpoint step 1: {out}", f"checkpoint step 2: {out}"]
