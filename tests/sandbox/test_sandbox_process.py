@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -76,10 +77,21 @@ def test_without_root_the_fallback_still_judges_and_sweeps() -> None:
     python = sandbox_python(True)
     if python == sys.executable and not os.access(python, os.X_OK):
         pytest.skip("no Python readable by an unprivileged user")
-    proc = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", NON_ROOT],
-        capture_output=True, text=True, timeout=120, cwd="/tmp",
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    # The checkout may sit under a folder only root can enter (mktemp -d makes them 0700):
+    # give the unprivileged user its own world-readable copy of the package.
+    pkg_root = Path(tempfile.mkdtemp(prefix="coopcode-nonroot-", dir="/tmp"))
+    try:
+        pkg_root.chmod(0o755)
+        shutil.copytree(REPO / "sandbox", pkg_root / "sandbox",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        for path in pkg_root.rglob("*"):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        proc = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c", NON_ROOT],
+            capture_output=True, text=True, timeout=120, cwd="/tmp",
+            env={"PYTHONPATH": str(pkg_root), "PATH": "/usr/bin:/bin", "HOME": "/tmp"})
+    finally:
+        shutil.rmtree(pkg_root, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["features"]["namespaces"] is False and out["features"]["uid"] == 65534

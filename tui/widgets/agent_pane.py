@@ -74,6 +74,7 @@ class AgentPane(Vertical):
             head = f"\n# ── turn {turn} ──\n" if self.turn else ""
             self.turn = turn
             delta = head + delta
+            tokens = max(tokens - 1, 0)  # the pre-filled code is not a generated token
         self.text += delta
         self.tokens += tokens
         view = self.code_view
