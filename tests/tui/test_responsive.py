@@ -6,6 +6,7 @@ event loop never stalls (a blocking call on the loop would show up as a long gap
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from pathlib import Path
@@ -28,6 +29,13 @@ TYPICAL_KEY = 1.0  # s, the median key delay
 # the GIL (~1 s here), which no worker thread can avoid. A load on the loop itself would
 # stall it for the whole load (5 s and more), which this bound still catches.
 MAX_GAP_LOADING = 3.0
+
+
+def slack() -> float:
+    """How much a busy machine stretches the bounds: the 1-minute load per core, between 1
+    and 2.5. A job blocking the loop stalls it for the whole job, which the same load
+    stretches as much, so the bounds stay discriminating."""
+    return min(max(os.getloadavg()[0] / (os.cpu_count() or 1), 1.0), 2.5)
 
 
 class LoopWatch:
@@ -62,6 +70,7 @@ async def press_and_time(pilot: Any, key: str, effect: Any) -> float:
 
 
 async def test_keys_work_while_the_real_engine_generates(make_app, tiny_engine: Any):
+    k = slack()  # the machine's load before this test adds its own
     app = make_app(tiny_engine, problem="HumanEval/0")
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
@@ -79,12 +88,13 @@ async def test_keys_work_while_the_real_engine_generates(make_app, tiny_engine: 
         await pilot.press("escape")
         await wait_until(pilot, lambda: not screen.generating, timeout=30)
         print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s")
-        assert max(delays) < MAX_KEY and statistics.median(delays) < TYPICAL_KEY, delays
-        assert watch.worst < MAX_GAP, f"event loop stalled {watch.worst:.2f}s"
+        assert max(delays) < MAX_KEY * k and statistics.median(delays) < TYPICAL_KEY * k, delays
+        assert watch.worst < MAX_GAP * k, f"event loop stalled {watch.worst:.2f}s"
 
 
 @pytest.mark.slow  # a child process loads the tiny model: ~40 s here
 async def test_keys_work_while_a_model_loads_and_a_bench_runs(make_app, tiny_model_dir: Path):
+    k = slack()  # the machine's load before this test adds its own
     app = make_app(spec=AgentsSpec(model=str(tiny_model_dir), sandbox="process"),
                    engine_factory=default_engine_factory, mode="bench")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -109,5 +119,5 @@ async def test_keys_work_while_a_model_loads_and_a_bench_runs(make_app, tiny_mod
         await wait_until(pilot, lambda: not screen.busy, timeout=240)
         await wait_until(pilot, lambda: app.agents_state == "ready", timeout=60)
         print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s")
-        assert max(delays) < MAX_GAP_LOADING and statistics.median(delays) < TYPICAL_KEY, delays
-        assert watch.worst < MAX_GAP_LOADING, f"event loop stalled {watch.worst:.2f}s"
+        assert max(delays) < MAX_GAP_LOADING * k and statistics.median(delays) < TYPICAL_KEY * k, delays
+        assert watch.worst < MAX_GAP_LOADING * k, f"event loop stalled {watch.worst:.2f}s"
