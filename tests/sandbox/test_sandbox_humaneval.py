@@ -3,6 +3,7 @@ backends; and they still all pass while both cores are busy (timeouts are CPU ti
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -64,16 +65,25 @@ def test_wrong_variants_all_fail(sandbox2: WorkerPool, humaneval: dict[str, Any]
     assert {v.status for v in verdicts} <= {"failed", "error"}
 
 
-@pytest.fixture
-def both_cores_busy() -> Iterator[None]:
-    """Two busy loops, one per core, for the duration of a test."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+@contextlib.contextmanager
+def spinning(n: int) -> Iterator[None]:
+    """`n` busy loops for the duration of the block."""
+    # Each in its own session: with autogroup scheduling a session shares the CPU as one.
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+                for _ in range(n)]
     try:
         yield
     finally:
         for p in spinners:
             p.kill()
             p.wait()
+
+
+@pytest.fixture
+def both_cores_busy() -> Iterator[None]:
+    """Two busy loops, one per core, for the duration of a test."""
+    with spinning(2):
+        yield
 
 
 @pytest.mark.slow
@@ -101,10 +111,11 @@ def burn(x):
 @pytest.mark.slow
 def test_cpu_budget_not_wall_clock_decides(sandbox2: WorkerPool, both_cores_busy: None) -> None:
     # Each job needs 0.6 of its 1.0 CPU seconds (the rest is headroom for start-up on a
-    # loaded machine); sharing the cores with the spinners it takes longer than 1 s of wall
-    # time, and must still pass.
+    # loaded machine). Two more spinners leave each of the two running jobs about a third
+    # of a core, so a job takes well over 1 s of wall time, and must still pass.
     jobs = [Job(program=BURN, tests="assert burn(1) == 1\n", entry_point="burn", timeout=1.0)
             for _ in range(4)]
-    verdicts = sandbox2.run_many(jobs)
+    with spinning(2):
+        verdicts = sandbox2.run_many(jobs)
     assert [v.status for v in verdicts] == ["passed"] * 4
     assert max(v.duration for v in verdicts) > 1.0
