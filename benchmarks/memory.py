@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ def run_case(case: str, adapters: list[str]) -> dict:
     from coopcode.engines import GenerationRequest, SamplingParams
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval
+    from coopcode.train.metrics import peak_rss_mb
 
     engine = TransformersEngine(None)
     names: list[str | None] = [None]
@@ -54,7 +54,7 @@ def run_case(case: str, adapters: list[str]) -> dict:
     prompt = prompts.chat(engine.render_chat, prompts.single_message(problem)).text
     params = SamplingParams(n=4, max_new_tokens=64, temperature=0.8)
     engine.generate([GenerationRequest(prompt, params, adapter=a) for a in names])
-    return {"case": case, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {"case": case, "peak_rss_mb": peak_rss_mb()}
 
 
 def main() -> None:

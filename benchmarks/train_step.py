@@ -25,7 +25,6 @@ Target: ours >= 2x faster than the reference for the same G and lengths.
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import time
 from typing import Any
@@ -92,6 +91,7 @@ def main() -> None:
     from coopcode import prompts
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval
+    from coopcode.train.metrics import peak_rss_mb
 
     problem = next(p for p in load_humaneval("all") if p.task_id == args.task)
     engine = TransformersEngine(args.model)
@@ -150,7 +150,7 @@ def main() -> None:
         med = {w: statistics.median(t) for w, t in times.items()}
         print(f"| {name} | {med['reference']:.2f} | {med['per-completion']:.2f} | {med['ours']:.2f} "
               f"| **{med['reference'] / med['ours']:.2f}x** |")
-    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(f"peak RSS {peak_rss_mb():.0f} MB")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from coopcode.rewards import RewardFn, magrpo_reward
 from coopcode.train.config import TrainConfig, lora_target_modules
 from coopcode.train.data import ProblemOrder
 from coopcode.train.logprobs import completion_logprobs
+from coopcode.train.metrics import peak_rss_mb
 from coopcode.train.rollout import (
     ADAPTER_OF_ROLE,
     ExecutionScorer,
@@ -72,15 +73,6 @@ def lr_lambda(config: TrainConfig, total_steps: int) -> Any:
         return 0.5 * (1.0 + math.cos(math.pi * progress))
 
     return factor
-
-
-def peak_rss_mb() -> float:
-    """The process's peak resident memory so far, in MB (ru_maxrss: KB on Linux, B on macOS)."""
-    import resource
-    import sys
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
 class MAGRPOTrainer:

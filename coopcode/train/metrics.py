@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import sys
 from pathlib import Path
 from typing import Any
 
 from coopcode.events import Emit, Metric
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MB (ru_maxrss: KB on Linux, B on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
 class MetricsLog:
