@@ -164,3 +164,52 @@ def test_adapter_with_other_shapes_is_refused(tiny_model_dir: Path, tmp_path: Pa
     engine = TransformersEngine(str(tiny_model_dir), dtype="float32")
     with pytest.raises(ModelError, match="different base"):
         engine.load_adapter("x", str(adapter))
+
+
+def test_batched_greedy_matches_generate_per_prompt(tiny_engine: TransformersEngine) -> None:
+    """Our decode loop (shared prefill, left padding, rows leaving the batch) produces the
+    tokens transformers' own `generate` produces for each prompt alone."""
+    import torch
+
+    prompts = [_prompt(tiny_engine), _prompt(tiny_engine, "A much longer and different prompt, "
+                                                          "so that the first one is padded.")]
+    params = SamplingParams(n=2, max_new_tokens=12, temperature=0.0)
+    ours = tiny_engine.generate([GenerationRequest(p, params) for p in prompts])
+    for prompt, samples in zip(prompts, ours):
+        enc = tiny_engine.tokenizer([prompt], return_tensors="pt", add_special_tokens=False)
+        with torch.inference_mode():
+            ref = tiny_engine.base.generate(**enc, do_sample=False, max_new_tokens=12,
+                                            eos_token_id=sorted(tiny_engine.eos_ids),
+                                            pad_token_id=tiny_engine.tokenizer.pad_token_id)
+        want = ref[0, enc["input_ids"].shape[1]:].tolist()
+        for c in samples:
+            assert c.token_ids == want[:len(c.token_ids)]
+            assert len(c.token_ids) == len(want) or c.finish_reason == "stop"
+
+
+def test_shared_prompt_is_prefilled_once_and_finished_rows_leave(
+        tiny_engine: TransformersEngine) -> None:
+    """n samples of one prompt cost one prefill of it; a row that has stopped is not stepped."""
+    embed = tiny_engine.base.get_input_embeddings()
+    shapes: list[tuple[int, int]] = []
+    hook = embed.register_forward_hook(lambda _m, args, _o: shapes.append(tuple(args[0].shape)))
+    prompt = _prompt(tiny_engine)
+    free = tiny_engine.generate([GenerationRequest(prompt, SamplingParams(
+        n=4, max_new_tokens=30, temperature=1.0, seed=3))])[0]
+    # Stop each sample early on a character that only some samples produce early.
+    stop = next(ch for ch in free[0].text[3:] if ch.strip())
+    try:
+        shapes.clear()
+        out = tiny_engine.generate([GenerationRequest(prompt, SamplingParams(
+            n=4, max_new_tokens=30, temperature=1.0, seed=3, stop=(stop,)))])[0]
+    finally:
+        hook.remove()
+    n_prompt = tiny_engine.count_tokens(prompt)
+    assert shapes[0] == (1, n_prompt)
+    decode = shapes[1:]
+    assert all(width == 1 for _, width in decode)
+    # A row with t tokens takes part in t - 1 decode steps: its first token comes from the
+    # prefill and its last one ends it.
+    assert sum(rows for rows, _ in decode) == sum(c.n_tokens - 1 for c in out)
+    assert out[0].finish_reason == "stop"
+    assert len({c.n_tokens for c in out}) > 1  # rows did finish at different steps
