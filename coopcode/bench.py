@@ -236,8 +236,10 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
         if cancel is not None and cancel.is_set():
             break
 
-        def on_delta(role: str, sample: int, turn: int, text: str, _tid: str = problem.task_id) -> None:
-            emit(TokenDelta(task_id=_tid, agent=role, sample=sample, turn=turn, text=text))
+        def on_delta(role: str, sample: int, turn: int, text: str, tokens: int,
+                     _tid: str = problem.task_id) -> None:
+            emit(TokenDelta(task_id=_tid, agent=role, sample=sample, turn=turn, text=text,
+                            tokens=tokens))
 
         attempts = collabs[scheme].run(problem, missing, on_delta=on_delta if stream_tokens else None,
                                        cancel=cancel)

@@ -36,8 +36,9 @@ from sandbox import Job, Sandbox, Verdict
 SCHEMES = ("single", "sequential", "parallel", "concat", "discussion")
 DEFAULT_SCHEME = "sequential"
 
-# (agent role, sample index, turn, text delta)
-AgentDelta = Callable[[str, int, int, str], None]
+# (agent role, sample index, turn, text delta, tokens the model sampled for it: 0 for the
+# code the prompt pre-filled)
+AgentDelta = Callable[[str, int, int, str, int], None]
 
 
 @dataclass
@@ -198,15 +199,15 @@ class Collaboration:
             for a in asks
         ]
 
-        def relay(ri: int, _si: int, text: str) -> None:
+        def relay(ri: int, _si: int, text: str, tokens: int) -> None:
             if on_delta is not None:
-                on_delta(asks[ri].role, asks[ri].sample, asks[ri].turn, text)
+                on_delta(asks[ri].role, asks[ri].sample, asks[ri].turn, text, tokens)
 
         # The pre-filled code (`def aux(`, the signature) is part of the agent's code: stream it
         # first, so a viewer reads code from its first line.
         for ri, a in enumerate(asks):
             if a.prompt.prefix:
-                relay(ri, 0, a.prompt.prefix)
+                relay(ri, 0, a.prompt.prefix, 0)
         results = self.engine.generate(requests, on_delta=relay, cancel=cancel)
         out = []
         for a, (completion,) in zip(asks, results):

@@ -45,6 +45,7 @@ class TokenDelta(Event):
     sample: int = 0
     turn: int = 1
     text: str = ""
+    tokens: int = 0  # sampled tokens this delta covers (0: code the prompt pre-filled)
 
 
 @dataclass

@@ -73,7 +73,7 @@ class LiveAgents:
             lines = self.text[role].splitlines()[-self.TAIL:]
             rate = self.tokens[role] / max(time.time() - self.started, 1e-6)
             panels.append(Panel(Syntax("\n".join(lines), "python", theme="monokai", word_wrap=True),
-                                title=f"{role} ({rate:.1f} chunks/s)", title_align="left",
+                                title=f"{role} ({rate:.1f} tok/s)", title_align="left",
                                 border_style="blue" if role == "helper" else "green"))
         return Columns(panels, expand=True, equal=True)
 
@@ -83,7 +83,7 @@ class LiveAgents:
                 return
             key = event.agent if event.turn == 1 else f"{event.agent} (turn {event.turn})"
             self.text[key] = self.text.get(key, "") + event.text
-            self.tokens[key] = self.tokens.get(key, 0) + 1
+            self.tokens[key] = self.tokens.get(key, 0) + event.tokens
             if self.live is None:
                 self.live = Live(self._view(), console=self.console, refresh_per_second=8,
                                  transient=True)

@@ -123,8 +123,9 @@ def solve(
         feedback_timeout=config.timeout,
     )
 
-    def on_delta(role: str, sample: int, turn: int, text: str) -> None:
-        emit(TokenDelta(task_id=problem.task_id, agent=role, sample=sample, turn=turn, text=text))
+    def on_delta(role: str, sample: int, turn: int, text: str, tokens: int) -> None:
+        emit(TokenDelta(task_id=problem.task_id, agent=role, sample=sample, turn=turn, text=text,
+                        tokens=tokens))
 
     attempts = collab.run(problem, list(range(config.n)), on_delta=on_delta, cancel=cancel)
     if cancel is not None and cancel.is_set():

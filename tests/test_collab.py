@@ -101,12 +101,23 @@ def test_each_sample_has_its_own_stable_seed() -> None:
 def test_streamed_deltas_are_labelled_by_role_and_sample() -> None:
     engine = ScriptedEngine(script)
     got: dict[tuple[str, int], str] = {}
+    tokens: dict[tuple[str, int], int] = {}
+    first: dict[tuple[str, int], tuple[str, int]] = {}
 
-    def on_delta(role: str, sample: int, turn: int, text: str) -> None:
+    def on_delta(role: str, sample: int, turn: int, text: str, n: int) -> None:
         got[(role, sample)] = got.get((role, sample), "") + text
+        tokens[(role, sample)] = tokens.get((role, sample), 0) + n
+        first.setdefault((role, sample), (text, n))
 
-    Collaboration(engine).run(PROBLEM, [0, 1], on_delta=on_delta)
+    attempts = Collaboration(engine).run(PROBLEM, [0, 1], on_delta=on_delta)
     assert set(got) == {("helper", 0), ("helper", 1), ("main", 0), ("main", 1)}
+    # The pre-filled code is streamed as a delta of no sampled tokens; the rest add up to
+    # what the engine reports it sampled.
+    assert first[("helper", 0)] == ("def aux(", 0)
+    for a in attempts:
+        for role in ("helper", "main"):
+            assert tokens[(role, a.sample)] == sum(o.n_tokens for o in a.outputs if o.role == role)
+            assert tokens[(role, a.sample)] > 0
     # The pre-filled `def aux(` is streamed first, then the model's text, and the stop
     # string (the closing fence) cuts generation: nothing after it is streamed.
     assert got[("helper", 0)] == HELPER_CODE

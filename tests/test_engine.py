@@ -72,21 +72,32 @@ def test_stop_strings_end_generation_and_are_cut(tiny_engine: TransformersEngine
 
 def test_streamed_deltas_add_up_to_the_text(tiny_engine: TransformersEngine) -> None:
     seen: dict[tuple[int, int], str] = {}
+    tokens: dict[tuple[int, int], int] = {}
 
-    def on_delta(req: int, sample: int, text: str) -> None:
+    def on_delta(req: int, sample: int, text: str, n: int) -> None:
         seen[(req, sample)] = seen.get((req, sample), "") + text
+        tokens[(req, sample)] = tokens.get((req, sample), 0) + n
 
+    prompt = _prompt(tiny_engine)
     params = SamplingParams(n=3, max_new_tokens=15, temperature=1.0, seed=5, stop=("\n\n",))
-    out = tiny_engine.generate([GenerationRequest(_prompt(tiny_engine), params)], on_delta=on_delta)
-    for s, c in enumerate(out[0]):
-        assert seen.get((0, s), "") == c.text
+    free = tiny_engine.generate([GenerationRequest(prompt, params)], on_delta=on_delta)[0]
+    # And with stop strings that cut samples: the held-back text and the stop string's own
+    # tokens are still counted, in the last delta.
+    stops = tuple({c.text[4] for c in free if len(c.text) > 4})
+    cut = tiny_engine.generate([GenerationRequest(prompt, params.with_(stop=stops))],
+                               on_delta=lambda r, s, t, n: on_delta(r + 1, s, t, n))[0]
+    assert any(c.finish_reason == "stop" for c in cut)
+    for r, out in enumerate((free, cut)):
+        for s, c in enumerate(out):
+            assert seen.get((r, s), "") == c.text
+            assert tokens[(r, s)] == c.n_tokens
 
 
 def test_cancel_stops_generation(tiny_engine: TransformersEngine) -> None:
     cancel = threading.Event()
     calls = []
 
-    def on_delta(req: int, sample: int, text: str) -> None:
+    def on_delta(req: int, sample: int, text: str, tokens: int) -> None:
         calls.append(text)
         if len(calls) > 3:
             cancel.set()

@@ -13,8 +13,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-# (request index, sample index, text delta). Called from the generating thread.
-DeltaCallback = Callable[[int, int, str], None]
+# (request index, sample index, text delta, tokens): `tokens` is how many newly sampled tokens
+# the delta covers. Text that could begin a stop string is held back, so a delta may cover
+# several tokens, and a finished sample's last delta may carry tokens with no text (EOS, the
+# stop string itself); a sample's deltas add up to its text and to its n_tokens. Called from
+# the generating thread.
+DeltaCallback = Callable[[int, int, str, int], None]
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ class ScriptedEngine(Engine):
                 pieces = [full[i:i + self.chunk] for i in range(0, len(full), self.chunk)]
                 if len(pieces) > req.params.max_new_tokens:
                     pieces, reason = pieces[: req.params.max_new_tokens], "length"
-                text = ""
+                text, sent = "", 0
                 for piece in pieces:
                     if cancel is not None and cancel.is_set():
                         reason = "cancelled"
@@ -85,9 +85,10 @@ class ScriptedEngine(Engine):
                     if self.delay:
                         time.sleep(self.delay)
                     text += piece
+                    sent += 1
                     if on_delta is not None:
-                        on_delta(ri, si, piece)
-                per.append(Completion(text=text, n_tokens=len(text) // self.chunk + 1,
+                        on_delta(ri, si, piece, 1)  # a chunk stands for one token
+                per.append(Completion(text=text, n_tokens=sent,
                                       finish_reason=reason, seconds=time.time() - started))
             out.append(per)
         return out

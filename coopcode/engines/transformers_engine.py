@@ -132,7 +132,8 @@ class _RowStopper:
         n = len(rows)
         self.done = [False] * n
         self.text = [""] * n
-        self.emitted = [0] * n
+        self.emitted = [0] * n  # characters of text streamed
+        self.counted = [0] * n  # tokens streamed
         self.ids: list[list[int]] = [[] for _ in range(n)]
         self.reason = ["length"] * n
 
@@ -172,12 +173,13 @@ class _RowStopper:
                     if text[:safe].endswith(s[:k]):
                         safe = min(safe, len(text[:safe]) - k)
                         break
-        if safe > self.emitted[i]:
+        tokens = len(self.ids[i]) - self.counted[i]
+        if safe > self.emitted[i] or (final and tokens > 0):
             delta = text[self.emitted[i]:safe]
-            self.emitted[i] = safe
+            self.emitted[i], self.counted[i] = safe, len(self.ids[i])
             if self.on_delta is not None:
                 req, sample = self.rows[i]
-                self.on_delta(req, sample, delta)
+                self.on_delta(req, sample, delta, tokens)
 
     def finish(self, i: int, reason: str) -> None:
         if self.done[i]:

@@ -91,8 +91,8 @@ class VLLMEngine(Engine):
         results: list[list[Completion]] = [[] for _ in requests]
         for (ri, si), out in zip(owners, outputs):
             o = out.outputs[0]
-            if on_delta is not None and o.text:
-                on_delta(ri, si, o.text)
+            if on_delta is not None and (o.text or o.token_ids):
+                on_delta(ri, si, o.text, len(o.token_ids))
             results[ri].append(Completion(text=o.text, n_tokens=len(o.token_ids),
                                           finish_reason="length" if o.finish_reason == "length" else "stop",
                                           token_ids=list(o.token_ids), seconds=seconds))

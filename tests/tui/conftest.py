@@ -49,7 +49,7 @@ class SteppedEngine(ScriptedEngine):
 
     def generate(self, requests: Sequence[GenerationRequest], on_delta: DeltaCallback | None = None,
                  cancel: threading.Event | None = None) -> list[list[Completion]]:
-        def gated(ri: int, si: int, text: str) -> None:
+        def gated(ri: int, si: int, text: str, tokens: int) -> None:
             # A test that failed releases nothing more: give up after a while, or the event
             # loop's shutdown would wait for this thread for ever.
             deadline = time.monotonic() + 20
@@ -60,7 +60,7 @@ class SteppedEngine(ScriptedEngine):
                     raise RuntimeError("the test released no token for 20 s")
             self.sent.append(text)
             if on_delta is not None:
-                on_delta(ri, si, text)
+                on_delta(ri, si, text, tokens)
 
         return super().generate(requests, gated, cancel)
 

@@ -338,11 +338,11 @@ class CollaborateScreen(Screen[None]):
                 sandbox=sandbox, feedback_timeout=solve.timeout)
             emit(ev.Started(job="solve", total=1, meta={"task_id": problem.task_id, "scheme": scheme}))
 
-            def on_delta(role: str, sample: int, turn: int, text: str) -> None:
+            def on_delta(role: str, sample: int, turn: int, text: str, tokens: int) -> None:
                 # Buffered, not posted: a message per token would keep the event loop busy
                 # redrawing and make keys lag while a fast model streams.
                 delta = ev.TokenDelta(task_id=problem.task_id, agent=role, sample=sample,
-                                      turn=turn, text=text)
+                                      turn=turn, text=text, tokens=tokens)
                 with self._deltas_lock:
                     self._deltas.append((run_id, delta))
 
@@ -403,9 +403,9 @@ class CollaborateScreen(Screen[None]):
                 continue
             if merged and merged[-1][:2] == (d.agent, d.turn):
                 agent, turn, text, n = merged[-1]
-                merged[-1] = (agent, turn, text + d.text, n + 1)
+                merged[-1] = (agent, turn, text + d.text, n + d.tokens)
             else:
-                merged.append((d.agent, d.turn, d.text, 1))
+                merged.append((d.agent, d.turn, d.text, d.tokens))
         if not merged:
             return
         helper = self.query_one("#helper-pane", AgentPane)

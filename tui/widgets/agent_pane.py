@@ -25,8 +25,8 @@ def style_code(editor: TextArea) -> None:
 class AgentPane(Vertical):
     """A read-only code view that grows as deltas arrive.
 
-    Each delta from the engine is one decoding step (one token) of the real engine, so the
-    count of deltas is the token count shown. The title is refreshed on a timer rather than
+    Each delta says how many sampled tokens it covers (none for the code the prompt
+    pre-filled), so the count shown is the model's tokens, not the deltas. The title is refreshed on a timer rather than
     per token: a title re-layout per token would cost more than the text itself.
     """
 
@@ -64,17 +64,15 @@ class AgentPane(Vertical):
         self._refresh_title()
 
     def append(self, delta: str, turn: int = 1, tokens: int = 1) -> None:
-        """Add text that came as `tokens` deltas (the screen batches them per frame)."""
+        """Add text the model sampled as `tokens` tokens (the screen batches deltas per frame)."""
         if self.started is None:
             self.started = time.monotonic()
         self.state, self.finished = "streaming", None
         if turn != self.turn:
-            # A turn starts (its first delta is the code the prompt pre-filled): mark revision
-            # turns so the two versions read apart.
+            # A turn starts: mark revision turns so the two versions read apart.
             head = f"\n# ── turn {turn} ──\n" if self.turn else ""
             self.turn = turn
             delta = head + delta
-            tokens = max(tokens - 1, 0)  # the pre-filled code is not a generated token
         self.text += delta
         self.tokens += tokens
         view = self.code_view
