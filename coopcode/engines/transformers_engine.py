@@ -58,6 +58,13 @@ def pick_device_and_dtype(device: str | None = None, dtype: str | None = None) -
     return device, getattr(torch, dtype)
 
 
+def _nucleus(probs: Any, top_p: Any) -> Any:
+    """`probs` (sorted, descending) with 0 past the first token that brings the sum to top_p."""
+    import torch
+
+    return probs * ((torch.cumsum(probs, dim=-1) - probs) < top_p)
+
+
 class _RowSampler:
     """Picks each row's next token with the row's own generator and settings.
 
@@ -83,16 +90,14 @@ class _RowSampler:
         temps, top_ps = self.temps[idx_rows], self.top_ps[idx_rows]
         hot = (temps > 0).nonzero().flatten()
         if hot.numel() == 0:
-            return [int(t) for t in chosen]
+            return chosen
         scaled = logits[hot] / temps[hot, None]
         log_z = torch.logsumexp(scaled, dim=-1, keepdim=True)
         k = min(TOP_K_PREFILTER, scaled.shape[-1])
         vals, idx = torch.topk(scaled, k, dim=-1)
         probs = torch.exp(vals - log_z)
         nucleus = top_ps[hot] < 1.0
-        # Mass outside the nucleus: 0 for tokens past the first that brings the sum to top_p.
-        keep = (torch.cumsum(probs, dim=-1) - probs) < top_ps[hot, None]
-        probs_cut = torch.where(nucleus[:, None], probs * keep, probs)
+        probs_cut = torch.where(nucleus[:, None], _nucleus(probs, top_ps[hot, None]), probs)
         short = nucleus & (probs.sum(dim=-1) < top_ps[hot])
         for j, row in enumerate(hot.tolist()):
             gen = self.generators[rows[row]]
@@ -101,13 +106,12 @@ class _RowSampler:
                 chosen[row] = int(torch.multinomial(p, 1, generator=gen))
             elif bool(short[j]):  # rare: a distribution too flat for the prefilter
                 v, ids = torch.sort(scaled[j], descending=True)
-                p = torch.exp(v - log_z[j])
-                p = p * ((torch.cumsum(p, 0) - p) < top_ps[hot[j]])
+                p = _nucleus(torch.exp(v - log_z[j]), top_ps[hot[j]])
                 chosen[row] = int(ids[torch.multinomial(p / p.sum(), 1, generator=gen)])
             else:
                 p = probs_cut[j]
                 chosen[row] = int(idx[j, torch.multinomial(p / p.sum(), 1, generator=gen)])
-        return [int(t) for t in chosen]
+        return chosen
 
 
 class _RowStopper:
@@ -170,8 +174,8 @@ class _RowStopper:
                 safe = len(text.rstrip("\ufffd"))
             for s in self.stops[i]:
                 for k in range(min(len(s) - 1, safe), 0, -1):
-                    if text[:safe].endswith(s[:k]):
-                        safe = min(safe, len(text[:safe]) - k)
+                    if text.endswith(s[:k], 0, safe):
+                        safe -= k
                         break
         tokens = len(self.ids[i]) - self.counted[i]
         if safe > self.emitted[i] or (final and tokens > 0):
@@ -182,8 +186,6 @@ class _RowStopper:
                 self.on_delta(req, sample, delta, tokens)
 
     def finish(self, i: int, reason: str) -> None:
-        if self.done[i]:
-            return
         self.done[i] = True
         self.reason[i] = reason
         self._emit(i, final=True)
