@@ -19,10 +19,10 @@ from typing import Any
 
 from sandbox.testsplit import TestSourceError, split_tests
 from sandbox.verdict import ERROR, SANDBOX_ERROR, Job, SandboxUnavailable, Verdict
-from sandbox.wire import wall_limit
+from sandbox.wire import wall_cap
 from sandbox.worker import Worker, WorkerLost
 
-HOST_GRACE = 30.0  # seconds beyond a job's wall limit before the host gives up on a worker
+HOST_GRACE = 30.0  # seconds beyond a job's wall-clock cap before the host gives up on a worker
 START_TIMEOUT = 60.0
 
 
@@ -169,7 +169,7 @@ class WorkerPool:
             msg = job_message(job, next(self._ids))
         except TestSourceError as e:
             return Verdict(status=SANDBOX_ERROR, backend=self.name, detail=str(e))
-        timeout = wall_limit(job.timeout) + HOST_GRACE
+        timeout = wall_cap(job.timeout) + HOST_GRACE
         lost = ""
         for _attempt in range(2):  # a worker lost once may be bad luck; twice is the program
             worker = self._acquire()

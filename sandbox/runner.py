@@ -217,6 +217,10 @@ class Runner:
     def judge_kill(self) -> None:
         self.judge.kill()
 
+    @property
+    def judge_pid(self) -> int:
+        return self.judge.pid
+
     # ------------------------------------------------------------ after each job
 
     def cleanup(self) -> tuple[bool, str]:

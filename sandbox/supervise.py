@@ -3,8 +3,11 @@ the time budget, capture output, and turn what happened into a verdict dict.
 
 Timeouts are CPU-aware: the budget `timeout` is CPU seconds of the program's process (polled
 from /proc and backed by RLIMIT_CPU), and a wall-clock limit that is a generous multiple of
-it catches sleeping, blocking or stopped programs. So a loaded machine slows a correct program
-down without turning it into a timeout.
+it catches sleeping, blocking or stopped programs. The wall clock leaves out the time the
+program and the judge spent runnable but waiting for a CPU (their schedstat run delay): on a
+loaded machine (other jobs; a Docker cgroup that gets one share against every process
+outside it) a correct program may wait for a CPU far longer than it computes, and that must
+not make it a timeout. A cap of many times the limit bounds even that.
 
 Stdlib only; copied into the image.
 """
@@ -19,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from wire import wall_limit
+from wire import wall_cap, wall_limit
 
 OUTPUT_KEEP = 64 * 1024  # bytes of stdout/stderr kept per job; the rest is read and dropped
 CPU_POLL = 0.05  # seconds between CPU-time checks of the program's process
@@ -36,6 +39,31 @@ def cpu_seconds(pid: int) -> float | None:
     if fields[0] == b"Z":
         return None
     return sum(int(x) for x in fields[11:15]) / _CLK_TCK
+
+
+def run_delay_seconds(pid: int) -> float | None:
+    """Seconds `pid` has spent runnable but waiting for a CPU (also while its cgroup was
+    throttled), or None when it is gone or the kernel does not keep scheduler statistics."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+class RunDelay:
+    """Run delay accumulated since the job started by the processes that do its work."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.start = {pid: run_delay_seconds(pid) or 0.0 for pid in pids}
+        self.last = dict.fromkeys(pids, 0.0)
+
+    def seconds(self) -> float:
+        for pid, base in self.start.items():
+            now = run_delay_seconds(pid)
+            if now is not None:  # a process that is gone keeps its last reading
+                self.last[pid] = max(0.0, now - base)
+        return sum(self.last.values())
 
 
 def describe_status(status: int) -> str:
@@ -84,6 +112,7 @@ class Outcome:
     judge_crashed: bool = False
     cpu: float = 0.0
     wall: float = 0.0
+    waited: float = 0.0  # seconds the program and the judge were runnable but had no CPU
     stdout: Capture = field(default_factory=Capture)
     stderr: Capture = field(default_factory=Capture)
 
@@ -148,7 +177,8 @@ class Outcome:
             "stdout": self.stdout.text(),
             "stderr": self.stderr.text(),
             "detail": detail,
-            "extra": {"cpu_seconds": round(self.cpu, 3), "exit": exit_desc, "calls": self.calls,
+            "extra": {"cpu_seconds": round(self.cpu, 3), "cpu_wait_seconds": round(self.waited, 3),
+                      "exit": exit_desc, "calls": self.calls,
                       "stdout_bytes": self.stdout.total, "stderr_bytes": self.stderr.total},
         }
 
@@ -188,6 +218,10 @@ class JobHost(Protocol):
 
     def judge_kill(self) -> None:
         """Kill the judge (it is replaced before the next job)."""
+
+    @property
+    def judge_pid(self) -> int:
+        """The judge's pid (-1 when none runs)."""
 
 
 class Supervisor:
@@ -229,14 +263,21 @@ class Supervisor:
         return self.out
 
     def _watch(self, child: int, start: float, link: int, out_r: int, err_r: int) -> None:
-        wall_deadline = start + wall_limit(self.timeout)
+        # The child's run delay counts from its birth (it is new); the judge's from now.
+        delay = RunDelay([child, self.host.judge_pid])
+        delay.start[child] = 0.0
+        cap = start + wall_cap(self.timeout)
+
+        def deadline() -> float:
+            return min(cap, start + wall_limit(self.timeout) + self.out.waited)
+
         streams = {out_r: self.out.stdout, err_r: self.out.stderr}
         open_fds = [link, out_r, err_r]
         next_cpu = time.monotonic() + CPU_POLL
         child_alive = True
         while True:
             now = time.monotonic()
-            wait = max(0.0, min(next_cpu, wall_deadline) - now)
+            wait = max(0.0, min(next_cpu, deadline()) - now)
             ready, _, _ = select.select(open_fds + self.host.wait_fds(), [], [], wait)
             for fd in ready:
                 if fd in streams:
@@ -265,17 +306,21 @@ class Supervisor:
                     return
                 self.host.judge_notice(self.job.get("id"), f"the program {describe_status(status)}")
             now = time.monotonic()
-            if now >= next_cpu and child_alive:
-                cpu = cpu_seconds(child)
-                if cpu is not None:
-                    self.out.cpu = cpu
-                    if cpu > self.timeout:
-                        self._time_out(f"CPU time limit of {self.timeout:g} s exceeded")
-                        return
+            if now >= next_cpu or now >= deadline():
+                if child_alive:
+                    cpu = cpu_seconds(child)
+                    if cpu is not None:
+                        self.out.cpu = cpu
+                        if cpu > self.timeout:
+                            self._time_out(f"CPU time limit of {self.timeout:g} s exceeded")
+                            return
+                self.out.waited = delay.seconds()
                 next_cpu = now + CPU_POLL
-            if now >= wall_deadline:
-                self._time_out(f"wall-clock limit of {wall_limit(self.timeout):g} s exceeded "
-                               f"(CPU budget {self.timeout:g} s)")
+            if now >= deadline():
+                why = (f"wall-clock cap of {wall_cap(self.timeout):g} s reached" if now >= cap else
+                       f"wall-clock limit of {wall_limit(self.timeout):g} s exceeded")
+                self._time_out(f"{why} (CPU budget {self.timeout:g} s; "
+                               f"{self.out.waited:.1f} s more spent waiting for a CPU)")
                 return
 
     def _child_exited(self, status: int, cpu: float | None) -> None:

@@ -28,9 +28,17 @@ _SMALL_INT = 2**53  # ints beyond this travel as hex so JSON readers never round
 
 
 def wall_limit(timeout: float) -> float:
-    """Wall-clock seconds allowed for a job with `timeout` CPU seconds: room for a machine
-    whose cores are all busy (a CPU-bound job then gets a fraction of a core)."""
+    """Wall-clock seconds a job with `timeout` CPU seconds may spend neither running nor
+    waiting for a CPU (sleeping, blocked, stopped). Time spent runnable but starved of a CPU
+    does not count (the supervisor reads it from /proc/<pid>/schedstat), so a loaded machine
+    slows a correct program down without turning it into a timeout."""
     return 3.0 * timeout + 2.0
+
+
+def wall_cap(timeout: float) -> float:
+    """Wall-clock seconds after which a job ends however starved it was: a bound for a
+    machine so overloaded that the job would otherwise never finish."""
+    return 10.0 * wall_limit(timeout)
 
 
 class ProtocolError(Exception):

@@ -118,8 +118,12 @@ def test_containers_go_when_their_owner_is_interrupted_or_killed(
     # Ctrl-C ends in atexit, SIGTERM in our handler; SIGKILL leaves no chance to clean up:
     # then the attach sockets close, Docker closes the runners' stdin (StdinOnce), the
     # runners exit and auto-remove takes the containers.
-    code = ("from sandbox.docker_backend import DockerSandbox\n"
-            "import time\n"
+    # The owner installs the handlers it relies on: started from a background job or under
+    # nohup, a process inherits SIGINT ignored (and Python then keeps it ignored).
+    code = ("import signal, time\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+            "from sandbox.docker_backend import DockerSandbox\n"
             "sb = DockerSandbox(2)\n"
             "print('ready', flush=True)\n"
             "time.sleep(600)\n")
