@@ -8,9 +8,9 @@ PY      := $(VENV)/bin/python
 COOP    := $(VENV)/bin/coopcode
 STAMP   := $(VENV)/.coopcode-installed
 
-.PHONY: setup docker tools image model demo test test-fast bench lint clean
+.PHONY: setup docker tools image model demo test test-fast bench lint constraints clean
 
-$(STAMP): pyproject.toml scripts/setup_venv.sh
+$(STAMP): pyproject.toml constraints.txt scripts/setup_venv.sh
 	bash scripts/setup_venv.sh $(VENV)
 	touch $(STAMP)
 
@@ -45,6 +45,10 @@ bench: image model
 lint: setup
 	$(VENV)/bin/ruff check coopcode sandbox tui tests benchmarks
 	$(VENV)/bin/mypy coopcode sandbox tui
+
+# After upgrading a dependency on purpose and a green `make test`: pin what passed.
+constraints: setup
+	bash scripts/freeze_constraints.sh $(VENV)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -9,4 +9,6 @@ pip() { "$venv/bin/python" -m pip "$@"; }
 if ! "$venv/bin/python" -c 'import torch, sys; sys.exit(torch.__version__.split("+")[0] != "2.13.0")' 2>/dev/null; then
     pip install --disable-pip-version-check -q torch==2.13.0
 fi
-pip install --disable-pip-version-check -q -e ".[dev]"
+# The exact versions CI last passed with (constraints.txt): a release made since cannot
+# break a fresh install. pyproject.toml keeps the ranges for users who install the package.
+pip install --disable-pip-version-check -q -c constraints.txt -e ".[dev]"
