@@ -1,9 +1,11 @@
 """`bench`: n samples per problem per scheme, executed in the sandbox, scored as pass@k/acc@k.
 
 Results go to an append-only store under `--out` (see `coopcode.results`): a rerun with the
-same `--out` skips finished samples, and a run killed at any point and rerun ends with
-exactly the samples of an uninterrupted run (each sample has its own seed, so a regenerated
-sample is the one that would have been generated).
+same `--out` skips finished samples, and a run killed at any point and rerun ends with the
+sample keys of an uninterrupted run, none lost or doubled, each generated with its own seed.
+The text of a regenerated sample is the uninterrupted run's text when the engine is
+deterministic (`--deterministic`: every sample generated alone); otherwise it is an equally
+fair sample that may differ, since batched arithmetic rounds by batch shape.
 """
 
 from __future__ import annotations
@@ -202,6 +204,8 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
         "turns": config.turns,
         "prompts": prompt_fingerprint(),
     }
+    if engine.deterministic:  # only when set, so runs made before the option still resume
+        identity["deterministic"] = True
     meta = store.pin_meta({
         "config": asdict(config),
         "model": engine.model_name,

@@ -31,6 +31,20 @@ def tiny_engine(tiny_model_dir: Path) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def tiny_deterministic_engine(tiny_model_dir: Path) -> Iterator[object]:
+    """The tiny model generating every sample alone: text that is compared across batches.
+
+    Batched arithmetic rounds by batch shape (fp32 too), and the tiny random model's nearly
+    flat distributions turn such rounding into other tokens often enough to fail a test now
+    and then; alone, a sample's arithmetic never depends on what else is generated."""
+    from coopcode.engines.transformers_engine import TransformersEngine
+
+    engine = TransformersEngine(str(tiny_model_dir), dtype="float32", deterministic=True)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="session")
 def real_engine() -> Iterator[object]:
     """The embedded Qwen2.5-Coder-0.5B-Instruct (make test prepares it before the tests)."""
     from coopcode.engines.transformers_engine import TransformersEngine

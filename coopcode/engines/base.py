@@ -62,6 +62,9 @@ class Engine(ABC):
     model_name: str = ""
     model_fingerprint: str = ""
     instruct: bool = True  # prompts use the chat template (else plain completion)
+    # True when a sample's text depends only on its prompt, params and seed, never on what
+    # it was batched with (see TransformersEngine's `deterministic`).
+    deterministic: bool = False
 
     @abstractmethod
     def generate(

@@ -19,6 +19,7 @@ Script = Callable[[str, str | None, int], str]
 
 class ScriptedEngine(Engine):
     name = "scripted"
+    deterministic = True  # a script's text never depends on the batch
 
     def __init__(
         self,

@@ -9,9 +9,13 @@ cache, which is where the speed-up over a per-sample `generate` loop comes from:
   where `generate` on a batch of n copies would run the same prompt through the model n times;
 - a row that has finished (EOS, stop string, budget) leaves the batch at once.
 
-Each sample draws from its own random generator, seeded from (params.seed, sample index):
-a sample does not depend on which batch it landed in, so a resumed run regenerates the
-samples an uninterrupted run would have produced.
+Each sample draws from its own random generator, seeded from (params.seed, sample index), so
+its random draws do not depend on which batch it landed in. Its *arithmetic* does: matrix
+products over a batch of another shape round differently (in bf16 and in fp32), and a token
+whose probability sits on a draw's boundary can then flip. So a sample regenerated in another
+batch (after a resume, say) is a fair sample with the same seed, but not always the same text.
+`deterministic=True` generates every sample alone (prefill and decode at batch size one):
+the same seed then gives the same text whatever else is running, at the price of batching.
 """
 
 from __future__ import annotations
@@ -217,6 +221,7 @@ class TransformersEngine(Engine):
         device: str | None = None,
         dtype: str | None = None,
         max_batch: int = 16,
+        deterministic: bool = False,
         progress: Any = None,
     ) -> None:
         import torch
@@ -230,7 +235,8 @@ class TransformersEngine(Engine):
         self.model_name = resolved.name
         self.model_fingerprint = resolved.fingerprint
         self.device, self.dtype = pick_device_and_dtype(device, dtype)
-        self.max_batch = max_batch
+        self.deterministic = deterministic
+        self.max_batch = 1 if deterministic else max_batch  # alone: batch-independent arithmetic
         say(f"loading {resolved.name} ({str(self.dtype).replace('torch.', '')}, {self.device}) ...")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(resolved.path)
