@@ -14,8 +14,8 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     for manifest in (folder / "manifest.json", folder.parent / "manifest.json"):
         if manifest.exists():
             try:
-                data = json.loads(manifest.read_text())
-            except (OSError, json.JSONDecodeError):
+                data = json.loads(manifest.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError):
                 return None
             return data if isinstance(data, dict) else None
     return None
@@ -26,12 +26,18 @@ def check_adapter(path: str | Path, base_fingerprint: str, base_name: str) -> Pa
     folder = Path(path).expanduser()
     if not folder.exists():
         raise ModelError(f"adapter {path}: no such folder")
+    if not folder.is_dir():
+        raise ModelError(f"adapter {path}: a file, where an adapter folder is expected "
+                         "(a PEFT folder with adapter_config.json, or checkpoints/<run>)")
     if not (folder / "adapter_config.json").exists():
         raise ModelError(f"adapter {path}: not a PEFT adapter folder (no adapter_config.json)")
     try:
-        config = json.loads((folder / "adapter_config.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        raise ModelError(f"adapter {path}: adapter_config.json is not valid JSON") from None
+        config = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = None
+    if not isinstance(config, dict):
+        raise ModelError(f"adapter {path}: adapter_config.json is not a JSON object: "
+                         "re-save the adapter with PEFT")
     if not any((folder / n).exists() for n in ("adapter_model.safetensors", "adapter_model.bin")):
         raise ModelError(f"adapter {path}: no adapter weights (adapter_model.safetensors)")
     if config.get("peft_type", "LORA") != "LORA":

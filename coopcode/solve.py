@@ -7,8 +7,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.collab import DEFAULT_SCHEME, Attempt, Collaboration
+from coopcode.collab import DEFAULT_SCHEME, SCHEMES, Attempt, Collaboration
 from coopcode.engines import Engine, SamplingParams
+from coopcode.errors import UserError
 from coopcode.events import (
     AttemptReady,
     Emit,
@@ -18,6 +19,7 @@ from coopcode.events import (
     VerdictReady,
     ignore,
 )
+from coopcode.inputs import check_between, check_generation
 from coopcode.problems import Problem
 from coopcode.rewards import grpo_reward, magrpo_reward
 from sandbox import Job, Sandbox, Verdict
@@ -35,6 +37,13 @@ class SolveConfig:
     seed: int = 0
     turns: int = 1
     timeout: float = 5.0  # CPU seconds per program in the sandbox
+
+    def validate(self) -> None:
+        """Raise UserError (one line) for values a user can get wrong."""
+        if self.scheme not in SCHEMES:
+            raise UserError(f"unknown scheme {self.scheme!r}: use one of {', '.join(SCHEMES)}")
+        check_generation(self)
+        check_between("--top-p", self.top_p, 0.0, 1.0, low_open=True)
 
     def sampling(self) -> SamplingParams:
         return SamplingParams(n=1, max_new_tokens=self.max_new_tokens,

@@ -8,22 +8,27 @@ and exit code 2; `run` exits 0 when every test passed and 1 otherwise.
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 app = typer.Typer(help="The sandbox: build the image, show its status, run a file.",
                   no_args_is_help=True, add_completion=False)
 
+# A CPU-seconds ceiling: beyond an hour the wall-clock deadline (a multiple) overflows time_t.
+MAX_TIMEOUT = 3600.0
+
 BackendOpt = Annotated[str, typer.Option("--backend", "--sandbox",
                                          help="auto (Docker when a daemon answers), docker or process.")]
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
 
@@ -49,11 +54,18 @@ def build() -> None:
 
 @app.command()
 def status(
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docker, process, auto_backend, pool).")] = False,
     probe: Annotated[bool, typer.Option("--probe/--no-probe",
                                         help="Start a one-worker pool and time one job.")] = True,
 ) -> None:
-    """Daemon, image, containers, process-backend isolation and a pool probe."""
+    """Daemon, image, containers, process-backend isolation and a pool probe.
+
+    Plain `key : value` lines, values in full (they pipe as they are). `--json` prints one
+    object: `docker` {daemon, image, and server_version, image_present, our_containers,
+    other_containers with a daemon, else error}, `process` {root, namespaces, python,
+    isolation}, `auto_backend`, and `pool` {backend, start_seconds, job_ms, status, features,
+    or error} unless --no-probe.
+    """
     info = collect_status(probe)
     if json_out:
         typer.echo(json.dumps(info, indent=2))
@@ -142,14 +154,12 @@ def run(
     from sandbox import Job, SandboxUnavailable, open_sandbox
     from sandbox.testsplit import split_solution_file
 
-    if timeout <= 0:
-        _fail("--timeout must be positive")
-    try:
-        source = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        _fail(f"no such file: {file}")
-    except (OSError, UnicodeDecodeError) as e:
-        _fail(f"cannot read {file}: {e}")
+    # NaN passes `<= 0`; infinity overflows the wall-clock deadline: both are refused.
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
+        _fail(f"--timeout must be positive and at most {MAX_TIMEOUT:g} CPU seconds (got {timeout})")
+    if entry is not None and not entry.isidentifier():
+        _fail(f"--entry {entry!r}: not a Python function name")
+    source = _read_solution(file)
     program, tests, found_entry = split_solution_file(source)
     job = Job(program=program, tests=tests, entry_point=entry or found_entry, timeout=timeout)
     try:
@@ -162,6 +172,34 @@ def run(
     else:
         _print_verdict(verdict)
     raise typer.Exit(0 if verdict.passed else 1)
+
+
+def _read_solution(file: Path) -> str:
+    """The text of FILE, or one line saying why it cannot be the file to run."""
+    try:
+        st = file.stat()
+    except FileNotFoundError:
+        _fail(f"no such file: {file}" + (" (a broken symlink)" if file.is_symlink() else ""))
+    except OSError as e:
+        _fail(f"cannot read {file}: {e.strerror}")
+    if stat.S_ISDIR(st.st_mode):
+        _fail(f"{file}: a folder, where a .py file is expected: pass the file inside it")
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read forever
+        _fail(f"{file}: not a regular file (a FIFO, socket or device): pass a .py file")
+    try:
+        data = file.read_bytes()
+    except OSError as e:
+        _fail(f"cannot read {file}: {e.strerror}")
+    if b"\0" in data:
+        _fail(f"{file}: a binary file, not Python source")
+    try:
+        source = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        _fail(f"{file}:{line}: not UTF-8 text: save the file as UTF-8")
+    if not source.strip():
+        _fail(f"{file}: an empty file: write a solution and its tests (asserts or def check)")
+    return source
 
 
 def _print_verdict(v: Any) -> None:

@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import assert_one_line_error, coopcode
 
 from coopcode.problems import load_humaneval
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def coopcode(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "coopcode", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=REPO)
-
-
-def assert_one_line_error(done: subprocess.CompletedProcess, *needles: str) -> None:
-    assert done.returncode == 2, (done.stdout, done.stderr)
-    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-    errors = [line for line in lines if line.startswith("error:")]
-    # One error line, last; progress lines ("loading model ...") may come before it.
-    assert len(errors) == 1 and lines[-1] == errors[0], done.stderr
-    assert "Traceback" not in done.stderr
-    for needle in needles:
-        assert needle in errors[0], errors[0]
 
 
 def test_bad_input_before_any_model_loads(tmp_path: Path) -> None:
@@ -115,3 +96,4 @@ def test_events_jsonl_stream(tiny_model_dir: Path) -> None:
     types = [json.loads(line)["type"] for line in done.stdout.splitlines()]
     assert types[0] == "started" and types[-1] == "finished"
     assert {"token", "attempt", "verdict"} <= set(types)
+

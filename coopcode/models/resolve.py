@@ -47,6 +47,16 @@ def fingerprint_folder(path: Path) -> str:
     return h.hexdigest()
 
 
+def _check_model_config(config: Path, spec: str) -> None:
+    """A config.json that transformers would choke on, refused before the load starts."""
+    try:
+        data = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = None
+    if not isinstance(data, dict):
+        raise ModelError(f"{spec}: config.json is not a JSON object: re-download or re-save the model")
+
+
 def _looks_like_hf_id(spec: str) -> bool:
     parts = spec.split("/")
     return len(parts) == 2 and all(parts) and not spec.startswith((".", "/", "~"))
@@ -61,8 +71,12 @@ def resolve_model(spec: str | None, progress: Callable[[str], None] = lambda _m:
         return ResolvedModel(spec, str(path), entry.sha256, entry.instruct)
     path = Path(spec).expanduser()
     if path.exists():
+        if not path.is_dir():
+            raise ModelError(f"{spec}: a file, where a model folder is expected (config.json, "
+                             "weights and tokenizer): pass the folder")
         if not (path / "config.json").exists():
             raise ModelError(f"{spec}: not a model folder (no config.json)")
+        _check_model_config(path / "config.json", spec)
         return ResolvedModel(spec, str(path.resolve()), fingerprint_folder(path), None)
     if _looks_like_hf_id(spec):
         return ResolvedModel(spec, spec, f"hf:{spec}", None)

@@ -10,13 +10,13 @@ the whole set (HumanEval's order correlates with difficulty).
 from __future__ import annotations
 
 import ast
-import gzip
 import hashlib
-import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from coopcode.errors import ProblemError
+from coopcode.inputs import read_jsonl as read_jsonl_lines
 from coopcode.problems.examples import docstring_examples
 from coopcode.problems.problem import Problem
 
@@ -53,12 +53,19 @@ def entry_docstring(prompt: str, entry_point: str) -> str:
     return ""
 
 
-def problem_from_record(record: dict, source: str) -> Problem:
-    """A Problem from one HumanEval-format record (task_id, prompt, entry_point, test)."""
-    missing = [k for k in ("task_id", "prompt", "entry_point", "test") if not record.get(k)]
+def problem_from_record(record: dict[str, Any], source: str, where: str | None = None) -> Problem:
+    """A Problem from one HumanEval-format record (task_id, prompt, entry_point, test).
+
+    `where` names the record in messages, e.g. `problems.jsonl:3` (default: `source`).
+    """
+    missing = [k for k in ("task_id", "prompt", "entry_point", "test")
+               if not (isinstance(record.get(k), str) and record[k])]
     if missing:
-        tid = record.get("task_id", "?")
-        raise ProblemError(f"{source}: record {tid} lacks {', '.join(missing)}")
+        tid = record.get("task_id")
+        which = f"record {tid}" if isinstance(tid, str) and tid else "the record"
+        raise ProblemError(f"{where or source}: {which} lacks {', '.join(missing)} (non-empty strings): "
+                           "HumanEval format has task_id, prompt, entry_point and test")
+    solution = record.get("canonical_solution")
     examples = docstring_examples(entry_docstring(record["prompt"], record["entry_point"]),
                                   record["entry_point"])
     return Problem(
@@ -67,23 +74,14 @@ def problem_from_record(record: dict, source: str) -> Problem:
         entry_point=record["entry_point"],
         tests=record["test"],
         examples=tuple(examples),
-        canonical_solution=record.get("canonical_solution"),
+        canonical_solution=solution if isinstance(solution, str) else None,
         source=source,
     )
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    records = []
-    with opener(path, "rt", encoding="utf-8") as f:  # type: ignore[operator]
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as e:
-                raise ProblemError(f"{path}:{lineno}: not valid JSON ({e.msg})") from None
-    return records
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The objects of a JSONL (or .jsonl.gz) file, one per non-blank line."""
+    return [record for _line, record in read_jsonl_lines(path, "problems file", ProblemError)]
 
 
 @lru_cache(maxsize=1)
@@ -104,7 +102,9 @@ def load_humaneval(split: str = "test") -> list[Problem]:
 
 def load_jsonl_problems(path: Path) -> list[Problem]:
     """Problems from a JSONL (or .jsonl.gz) file in HumanEval format."""
-    problems = [problem_from_record(r, str(path)) for r in read_jsonl(path)]
+    problems = [problem_from_record(r, str(path), where=f"{path}:{line}")
+                for line, r in read_jsonl_lines(path, "problems file", ProblemError)]
     if not problems:
-        raise ProblemError(f"{path}: no problems in the file")
+        raise ProblemError(f"{path}: no problems in the file: write one JSON object per line "
+                           "(HumanEval format)")
     return problems

@@ -24,6 +24,7 @@ import ast
 from pathlib import Path
 
 from coopcode.errors import ProblemError
+from coopcode.inputs import read_text_file
 from coopcode.problems.examples import docstring_examples
 from coopcode.problems.problem import Problem
 
@@ -57,6 +58,9 @@ def _is_main_guard(node: ast.stmt) -> bool:
 
 def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
     """Parse problem-file text into a Problem; raise ProblemError with one clear line."""
+    if not source.strip():
+        raise ProblemError(f"{name}: an empty file: write the target function's signature and "
+                           "docstring (see examples/below_zero.py)")
     try:
         module = ast.parse(source, filename=name)
     except SyntaxError as e:
@@ -163,10 +167,4 @@ def _tidy(text: str) -> str:
 
 def load_problem_file(path: Path) -> Problem:
     """Read and parse one problem file."""
-    try:
-        source = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProblemError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProblemError(f"{path}: cannot read ({e.__class__.__name__}: {e})") from None
-    return parse_problem_source(source, str(path))
+    return parse_problem_source(read_text_file(path, "problem file", ProblemError), str(path))

@@ -88,7 +88,8 @@ def train(
     import threading
 
     from coopcode.events import JsonlWriter
-    from coopcode.runtime import resolve_adapter_path
+    from coopcode.inputs import check_run_name
+    from coopcode.runtime import check_runtime_names, resolve_adapter_path
 
     if events is not None and events != "jsonl":
         raise UserError(f"--events {events}: the only format is jsonl")
@@ -105,6 +106,11 @@ def train(
                 if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"}
     if resume and out_dir is None and run is None:
         raise UserError("--resume needs the run: give --out checkpoints/<run> or --run <run>")
+    if run is not None:
+        check_run_name(run)
+    if threads is not None and threads < 1:
+        raise UserError(f"--threads must be at least 1 (got {threads})")
+    check_runtime_names(sandbox=sandbox)
     folder = out_dir or Path("checkpoints") / (run or f"{config.algo}-{time.strftime('%Y%m%d-%H%M%S')}")
 
     emit: Any = JsonlWriter(sys.stdout) if events else TrainPrinter(err)
@@ -118,8 +124,6 @@ def train(
 
     signal.signal(signal.SIGINT, on_sigint)
     if threads is not None:
-        if threads < 1:
-            raise UserError(f"--threads must be at least 1 (got {threads})")
         import torch
 
         torch.set_num_threads(threads)
@@ -142,21 +146,23 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
         err.print(f"[dim]{message}[/]", highlight=False)
 
     # Cheap checks before the sandbox and the model load: bad input fails in a second.
+    from coopcode.adapters import check_adapter
     from coopcode.train import checkpoint as ckpt
     from coopcode.train.data import load_training_problems
     from coopcode.train.run import resolve_config
 
-    ckpt.check_writable(folder)
     config = resolve_config(config, folder, resume, explicit)
     load_training_problems(config.problems, config.limit)
-    if config.helper_init or config.main_init:
-        from coopcode.adapters import check_adapter
+    inits = [init for init in (config.helper_init, config.main_init) if init]
+    for init in inits:
+        check_adapter(init, "", "")  # the folder itself, before the base resolves
+    ckpt.check_writable(folder)  # creates the run folder: only once the input is known good
+    if inits:
         from coopcode.models import resolve_model
 
         base = resolve_model(config.model, progress)  # a hash, not a model load
-        for init in (config.helper_init, config.main_init):
-            if init:
-                check_adapter(init, base.fingerprint, base.name)
+        for init in inits:
+            check_adapter(init, base.fingerprint, base.name)
     with open_sandbox_for_cli(backend, warn) as sb:
         return train(config, folder, resume=resume, sandbox=sb, emit=emit, cancel=cancel,
                      explicit=explicit, progress=progress)
@@ -214,9 +220,11 @@ def checkpoints_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the runs as JSON.")] = False,
 ) -> None:
     """The runs in checkpoints/: algorithm, base model, step, recent reward, adapters."""
-    from coopcode.checkpoints import list_checkpoints
+    from coopcode.checkpoints import DEFAULT_ROOT, check_root, list_checkpoints
 
-    runs = list_checkpoints(root)
+    if root != DEFAULT_ROOT and not root.exists():  # a fresh checkout has no checkpoints/ yet
+        raise UserError(f"--dir {root}: no such folder: pass the folder holding the runs")
+    runs = list_checkpoints(check_root(root))
     if as_json:
         print(json.dumps([r.to_dict() for r in runs], default=str))
         return

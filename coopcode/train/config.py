@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from coopcode.errors import UserError
+from coopcode.inputs import check_timeout
 
 ALGOS = ("magrpo", "grpo")
 TRAIN_SCHEMES = ("sequential", "parallel")  # MAGRPO; GRPO always uses the `single` scheme
@@ -97,10 +98,13 @@ class TrainConfig:
         return self.epochs * math.ceil(n_problems / self.problems_per_step)
 
     def validate(self) -> None:
-        """Raise UserError (one line) for values a user can get wrong."""
+        """Raise UserError (one line) for values a user can get wrong (NaN fails every test)."""
         def need(ok: bool, message: str) -> None:
             if not ok:
                 raise UserError(message)
+
+        def finite(x: float) -> bool:
+            return math.isfinite(x)
 
         need(self.algo in ALGOS, f"unknown algorithm {self.algo!r}: use one of {', '.join(ALGOS)}")
         need(self.scheme in TRAIN_SCHEMES,
@@ -115,16 +119,26 @@ class TrainConfig:
              f"--temperature must be in (0, 5] for training (got {self.temperature}): "
              "greedy samples give the group no spread to learn from")
         need(0 < self.top_p <= 1, f"--top-p must be in (0, 1] (got {self.top_p})")
-        need(self.learning_rate > 0, f"--lr must be positive (got {self.learning_rate})")
+        need(self.learning_rate > 0 and finite(self.learning_rate),
+             f"--lr must be a positive number (got {self.learning_rate})")
         need(self.lr_schedule in LR_SCHEDULES,
              f"unknown --lr-schedule {self.lr_schedule!r}: use one of {', '.join(LR_SCHEDULES)}")
         need(self.warmup_steps >= 0, f"--warmup-steps must be >= 0 (got {self.warmup_steps})")
         need(self.logprob_reduction in REDUCTIONS,
              f"unknown --logprob {self.logprob_reduction!r}: use sum or mean")
-        need(self.kl_coef >= 0, f"--kl-coef must be >= 0 (got {self.kl_coef})")
-        need(self.max_grad_norm >= 0, f"--max-grad-norm must be >= 0 (got {self.max_grad_norm})")
+        need(self.kl_coef >= 0 and finite(self.kl_coef), f"--kl-coef must be >= 0 (got {self.kl_coef})")
+        need(self.max_grad_norm >= 0 and finite(self.max_grad_norm),
+             f"--max-grad-norm must be >= 0 (got {self.max_grad_norm})")
+        need(self.weight_decay >= 0 and finite(self.weight_decay),
+             f"--weight-decay must be >= 0 (got {self.weight_decay})")
+        need(self.early_stop_reward is None or finite(self.early_stop_reward),
+             f"--early-stop-reward must be a finite number (got {self.early_stop_reward})")
         need(self.micro_batch >= 1, f"--micro-batch must be at least 1 (got {self.micro_batch})")
         need(self.lora_rank >= 1, f"--lora-rank must be at least 1 (got {self.lora_rank})")
+        need(self.lora_alpha >= 1, f"--lora-alpha must be at least 1 (got {self.lora_alpha})")
+        need(0 <= self.lora_dropout < 1, f"--lora-dropout must be in [0, 1) (got {self.lora_dropout})")
+        need(bool(lora_target_modules(self.lora_targets)),
+             f"--lora-targets {self.lora_targets!r}: use all-linear or module names like q_proj,v_proj")
         need(self.steps is None or self.steps >= 1, f"--steps must be at least 1 (got {self.steps})")
         need(self.epochs >= 1, f"--epochs must be at least 1 (got {self.epochs})")
         need(self.problems_per_step >= 1,
@@ -132,7 +146,7 @@ class TrainConfig:
         need(self.save_every >= 1, f"--save-every must be at least 1 (got {self.save_every})")
         need(self.keep_checkpoints >= 1, f"--keep must be at least 1 (got {self.keep_checkpoints})")
         need(self.limit is None or self.limit >= 1, f"--limit must be at least 1 (got {self.limit})")
-        need(self.timeout > 0, f"--timeout must be positive (got {self.timeout})")
+        check_timeout(self.timeout)
         if self.algo == "grpo":
             need(self.helper_init is None, "--helper-adapter: GRPO trains one agent (use --main-adapter)")
 

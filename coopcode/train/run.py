@@ -45,9 +45,13 @@ def resolve_config(config: TrainConfig, out: Path, resume: bool,
     if not saved_path.exists():
         raise UserError(f"{out}: no training run to resume (no config.json)")
     try:
-        saved = TrainConfig.from_dict(json.loads(saved_path.read_text()))
-    except (OSError, json.JSONDecodeError, TypeError) as e:
-        raise UserError(f"{saved_path}: unreadable ({e})") from None
+        data = json.loads(saved_path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError("not a JSON object")
+        saved = TrainConfig.from_dict(data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
+        raise UserError(f"{saved_path}: unreadable ({e}): the run cannot be resumed; "
+                        "start a new one with another --out") from None
     changes = {}
     for name in sorted(explicit or ()):
         new, old = getattr(config, name), getattr(saved, name)
