@@ -248,21 +248,32 @@ def evaluate(
 
 
 @models_app.command("list")
-def models_list() -> None:
-    """The catalog and whether each model is ready (converted in the cache)."""
-    from rich.table import Table
+def models_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as a JSON list of objects.")] = False,
+) -> None:
+    """The catalog and whether each model is ready (converted in the cache).
 
+    On a terminal a table; piped, a header and one tab-separated line per model, nothing cut.
+    `--json` keys: name, default, ready, size_bytes, source, path, description.
+    """
+    from coopcode.listing import print_listing, writes_to_terminal
     from coopcode.models import CATALOG, DEFAULT_MODEL, is_ready, model_dir
 
-    table = Table()
-    for col in ("name", "ready", "size", "source", "path"):
-        table.add_column(col)
-    for m in CATALOG.values():
-        name = m.name + (" (default)" if m.name == DEFAULT_MODEL else "")
-        ready = "[green]yes[/]" if is_ready(m) else "[yellow]no[/] (coopcode models pull)"
-        table.add_row(name, ready, f"{m.size / 1e9:.2f} GB gguf", m.hf_id, str(model_dir(m)))
-    out.print(table)
-    out.print("[dim]Any local model folder or Hugging Face id also works with --model.[/]")
+    models: list[dict[str, Any]] = [
+        {"name": m.name, "default": m.name == DEFAULT_MODEL, "ready": is_ready(m),
+         "size_bytes": m.size, "source": m.hf_id, "path": str(model_dir(m)),
+         "description": m.description}
+        for m in CATALOG.values()
+    ]
+    if as_json:
+        print(json.dumps(models))
+        return
+    rows = [[m["name"], "yes" if m["default"] else "no",
+             "yes" if m["ready"] else "no (coopcode models pull)",
+             f"{m['size_bytes'] / 1e9:.2f} GB gguf", m["source"], m["path"]] for m in models]
+    print_listing(out, ("name", "default", "ready", "size", "source", "path"), rows)
+    if writes_to_terminal(out):
+        out.print("[dim]Any local model folder or Hugging Face id also works with --model.[/]")
 
 
 @models_app.command("pull")

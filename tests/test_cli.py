@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import assert_one_line_error, coopcode
+from cli_helpers import REPO, assert_one_line_error, coopcode
 
 from coopcode.problems import load_humaneval
 
@@ -97,3 +100,73 @@ def test_events_jsonl_stream(tiny_model_dir: Path) -> None:
     assert types[0] == "started" and types[-1] == "finished"
     assert {"token", "attempt", "verdict"} <= set(types)
 
+
+# -- listings that pipe: stdout here is a pipe, never a terminal --------------------------
+
+def test_checkpoints_list_pipes_into_grep() -> None:
+    """`coopcode checkpoints list | grep magrpo-0.5b-demo` finds the run, name and path whole."""
+    piped = subprocess.run(f"{shlex.quote(sys.executable)} -m coopcode checkpoints list "
+                           "| grep magrpo-0.5b-demo", shell=True, capture_output=True, text=True,
+                           cwd=REPO, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    (row,) = piped.stdout.splitlines()
+    fields = row.split("\t")
+    assert fields[0] == "magrpo-0.5b-demo" and fields[1] == "magrpo"
+    assert fields[-1] == str(Path("checkpoints") / "magrpo-0.5b-demo")
+    assert "…" not in piped.stdout
+
+    listed = coopcode("checkpoints", "list")
+    header, *rows = listed.stdout.splitlines()
+    assert header.split("\t") == ["run", "algo", "base", "step", "reward", "adapters", "size", "path"]
+    assert all(len(r.split("\t")) == 8 for r in rows)
+
+
+def test_checkpoints_list_json_has_stable_keys() -> None:
+    done = coopcode("checkpoints", "list", "--json")
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(done.stdout)
+    demo = next(r for r in runs if r["name"] == "magrpo-0.5b-demo")
+    assert set(demo) == {"name", "path", "algorithm", "base", "step", "total_steps", "reward_mean",
+                         "adapters", "resumable_step", "manifest"}
+    assert set(demo["adapters"]) == {"helper", "main"}
+
+
+def test_models_list_pipes_whole_rows_and_json() -> None:
+    from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
+
+    piped = coopcode("models", "list")
+    assert piped.returncode == 0, piped.stderr
+    header, *rows = piped.stdout.splitlines()
+    assert header.split("\t") == ["name", "default", "ready", "size", "source", "path"]
+    table = {r.split("\t")[0]: r.split("\t") for r in rows}
+    assert set(table) == set(CATALOG)
+    for name, fields in table.items():
+        assert fields[1] == ("yes" if name == DEFAULT_MODEL else "no")
+        assert fields[-1] == str(model_dir(CATALOG[name]))  # the full path, not an ellipsis
+
+    done = coopcode("models", "list", "--json")
+    assert done.returncode == 0, done.stderr
+    models = json.loads(done.stdout)
+    assert [m["name"] for m in models] == list(CATALOG)
+    for m in models:
+        assert set(m) == {"name", "default", "ready", "size_bytes", "source", "path", "description"}
+        assert isinstance(m["ready"], bool) and isinstance(m["size_bytes"], int)
+    assert [m["name"] for m in models if m["default"]] == [DEFAULT_MODEL]
+
+
+def test_sandbox_status_json_and_plain_lines() -> None:
+    """With or without a Docker daemon: one JSON object; the plain lines carry whole values."""
+    done = coopcode("sandbox", "status", "--json", "--no-probe")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)
+    assert {"docker", "process", "auto_backend"} <= set(info)
+    assert isinstance(info["docker"]["daemon"], bool) and info["docker"]["image"]
+    assert ("server_version" in info["docker"]) == info["docker"]["daemon"]
+    assert info["auto_backend"] in ("docker", "process")
+    assert info["process"]["isolation"] and info["process"]["python"]
+
+    plain = coopcode("sandbox", "status", "--no-probe")
+    assert plain.returncode == 0, plain.stderr
+    assert f"image         : {info['docker']['image']}" in plain.stdout or not info["docker"]["daemon"]
+    assert f"process       : {info['process']['isolation']} (python {info['process']['python']})" \
+        in plain.stdout

@@ -217,10 +217,16 @@ class TrainPrinter:
 @checkpoints_app.command("list")
 def checkpoints_list(
     root: Annotated[Path, typer.Option("--dir", help="Folder holding the runs.")] = Path("checkpoints"),
-    as_json: Annotated[bool, typer.Option("--json", help="Print the runs as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list of objects.")] = False,
 ) -> None:
-    """The runs in checkpoints/: algorithm, base model, step, recent reward, adapters."""
+    """The runs in checkpoints/: algorithm, base model, step, recent reward, adapters, path.
+
+    On a terminal a table; piped, a header and one tab-separated line per run, nothing cut
+    (`coopcode checkpoints list | grep my-run`). `--json` keys: name, path, algorithm, base,
+    step, total_steps, reward_mean, adapters, resumable_step, manifest.
+    """
     from coopcode.checkpoints import DEFAULT_ROOT, check_root, list_checkpoints
+    from coopcode.listing import print_listing
 
     if root != DEFAULT_ROOT and not root.exists():  # a fresh checkout has no checkpoints/ yet
         raise UserError(f"--dir {root}: no such folder: pass the folder holding the runs")
@@ -229,17 +235,17 @@ def checkpoints_list(
         print(json.dumps([r.to_dict() for r in runs], default=str))
         return
     if not runs:
-        out.print(f"no runs in {root}/ (train one with `coopcode train`)")
+        # stderr: a pipe reading the listing gets no rows, not a sentence to parse.
+        err.print(f"no runs in {root}/ (train one with `coopcode train`)", highlight=False)
         return
-    table = Table()
-    for col in ("run", "algo", "base", "step", "reward", "adapters", "size"):
-        table.add_column(col)
+    rows = []
     for r in runs:
         step = "?" if r.step is None else f"{r.step}/{r.total_steps or '?'}"
         reward = "?" if r.reward is None else f"{r.reward:.3f}"
         size = f"{sum(r.adapters.values()) / 1e6:.1f} MB"
-        table.add_row(r.name, r.algorithm, r.base, step, reward, ", ".join(r.adapters) or "-", size)
-    out.print(table)
+        rows.append([r.name, r.algorithm, r.base, step, reward, ", ".join(r.adapters) or "-", size,
+                     str(r.path)])
+    print_listing(out, ("run", "algo", "base", "step", "reward", "adapters", "size", "path"), rows)
 
 
 @checkpoints_app.command("show")
