@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from adapter_helpers import make_adapter
 
 from coopcode.engines import GenerationRequest, SamplingParams
 from coopcode.engines.transformers_engine import (
@@ -132,23 +133,10 @@ def test_dtype_follows_the_cpu() -> None:
     assert dtype == (torch.bfloat16 if cpu_has_bf16() else torch.float32)
 
 
-def _make_adapter(base_dir: Path, dest: Path, seed: int) -> Path:
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
-    peft = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"],
-                                            init_lora_weights=False))
-    peft.save_pretrained(str(dest))
-    return dest
-
-
 def test_two_adapters_on_one_base(tiny_model_dir: Path, tmp_path: Path) -> None:
     engine = TransformersEngine(str(tiny_model_dir), dtype="float32")
-    helper = _make_adapter(tiny_model_dir, tmp_path / "helper", seed=1)
-    main = _make_adapter(tiny_model_dir, tmp_path / "main", seed=2)
+    helper = make_adapter(tiny_model_dir, tmp_path / "helper", seed=1)
+    main = make_adapter(tiny_model_dir, tmp_path / "main", seed=2)
     engine.load_adapter("helper", str(helper))
     engine.load_adapter("main", str(main))
     assert set(engine.adapters()) == {"helper", "main"}
@@ -176,7 +164,7 @@ def test_bad_adapters_are_refused_with_one_line(tiny_model_dir: Path, tmp_path: 
     with pytest.raises(ModelError, match="not a PEFT adapter"):
         engine.load_adapter("x", str(tmp_path / "empty"))
     # An adapter whose manifest says it was trained on another base.
-    adapter = _make_adapter(tiny_model_dir, tmp_path / "other" / "main", seed=3)
+    adapter = make_adapter(tiny_model_dir, tmp_path / "other" / "main", seed=3)
     (tmp_path / "other" / "manifest.json").write_text(json.dumps(
         {"base": {"name": "qwen2.5-coder-1.5b-instruct", "fingerprint": "f" * 64}}))
     with pytest.raises(ModelError, match="was trained on qwen2.5-coder-1.5b-instruct"):
@@ -187,7 +175,7 @@ def test_adapter_with_other_shapes_is_refused(tiny_model_dir: Path, tmp_path: Pa
     from coopcode.models.tiny import make_tiny_model
 
     wider = make_tiny_model(tmp_path / "wider", hidden=96)
-    adapter = _make_adapter(wider, tmp_path / "wide-adapter", seed=1)
+    adapter = make_adapter(wider, tmp_path / "wide-adapter", seed=1)
     engine = TransformersEngine(str(tiny_model_dir), dtype="float32")
     with pytest.raises(ModelError, match="different base"):
         engine.load_adapter("x", str(adapter))

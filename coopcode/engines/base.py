@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field, replace
 
 # (request index, sample index, text delta, tokens): `tokens` is how many newly sampled tokens
@@ -55,8 +56,39 @@ def derive_seed(seed: int, index: int) -> int:
     return (seed * 1_000_003 + index * 7919 + 0x9E3779B9) % (2**63 - 1)
 
 
+# (sample index, text delta, tokens) for one submitted request.
+SampleDelta = Callable[[int, str, int], None]
+
+
+class Submission:
+    """A request in flight: `future` gives its completions (one per sample, in order) when all
+    samples have finished; `cancel()` asks the engine to stop it (its samples then finish
+    with reason "cancelled")."""
+
+    def __init__(self, request: GenerationRequest, on_delta: SampleDelta | None = None) -> None:
+        self.request = request
+        self.on_delta = on_delta
+        self.future: Future[list[Completion]] = Future()
+        self.cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def result(self, timeout: float | None = None) -> list[Completion]:
+        return self.future.result(timeout)
+
+
 class Engine(ABC):
-    """Generates completions for a base model with optional named adapters."""
+    """Generates completions for a base model with optional named adapters.
+
+    Two ways in, and an engine implements at least one of them:
+    - `generate(requests)`: a whole batch at once, blocking (the simple engines);
+    - `submit(request)`: one request into the engine's own queue, returning at once; the
+      continuous-batching engines (rows join and leave between decode steps, servers).
+    Each is derived from the other where an engine implements only one: `submit` on a
+    batch engine queues the request and a worker thread hands everything queued to
+    `generate` whenever the previous batch is done, so a scheduler keeps it full either way.
+    """
 
     name: str = "engine"
     model_name: str = ""
@@ -66,7 +98,9 @@ class Engine(ABC):
     # it was batched with (see TransformersEngine's `deterministic`).
     deterministic: bool = False
 
-    @abstractmethod
+    # How many samples a scheduler should keep in flight to keep this engine busy.
+    preferred_concurrency: int = 16
+
     def generate(
         self,
         requests: Sequence[GenerationRequest],
@@ -74,6 +108,39 @@ class Engine(ABC):
         cancel: threading.Event | None = None,
     ) -> list[list[Completion]]:
         """`params.n` completions for each request, in request order."""
+        if type(self).submit is Engine.submit:
+            raise NotImplementedError(f"{type(self).__name__} implements neither generate nor submit")
+        subs = self.submit_all([
+            (r, None if on_delta is None else (lambda si, text, n, _ri=ri: on_delta(_ri, si, text, n)))
+            for ri, r in enumerate(requests)])
+        try:
+            for s in subs:
+                while not s.future.done():
+                    if cancel is not None and cancel.is_set():
+                        for other in subs:
+                            other.cancel()
+                        cancel = None
+                    wait([s.future], timeout=None if cancel is None else 0.05)
+            return [s.result() for s in subs]
+        except BaseException:  # KeyboardInterrupt too: stop what is still generating
+            for s in subs:
+                s.cancel()
+            raise
+
+    def submit_all(self, requests: Sequence[tuple[GenerationRequest, SampleDelta | None]]
+                   ) -> list[Submission]:
+        """Queue several requests at once (so they can share a first batch); see `submit`."""
+        return [self.submit(r, d) for r, d in requests]
+
+    def submit(self, request: GenerationRequest, on_delta: SampleDelta | None = None) -> Submission:
+        """Queue `request` and return at once; see `Submission`."""
+        sub = Submission(request, on_delta)
+        with _batcher_lock:
+            batcher = self.__dict__.get("_batcher")
+            if batcher is None:
+                batcher = self.__dict__["_batcher"] = _Batcher(self)
+        batcher.put(sub)
+        return sub
 
     @abstractmethod
     def render_chat(self, messages: list[dict[str, str]]) -> str:
@@ -92,3 +159,61 @@ class Engine(ABC):
 
     def close(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Release the model (engines may hold GBs)."""
+
+
+_batcher_lock = threading.Lock()
+
+
+class _Batcher:
+    """`submit` for an engine that only has `generate`: a worker thread hands everything
+    queued to `generate` as one batch whenever the previous batch has finished."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.queue: list[Submission] = []
+        self.cv = threading.Condition()
+        threading.Thread(target=self._loop, name=f"{engine.name}-batcher", daemon=True).start()
+
+    def put(self, sub: Submission) -> None:
+        with self.cv:
+            self.queue.append(sub)
+            self.cv.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self.cv:
+                while not self.queue:
+                    self.cv.wait()
+                batch, self.queue = self.queue, []
+            live = [s for s in batch if not s.cancelled.is_set()]
+            for s in batch:
+                if s.cancelled.is_set():
+                    s.future.set_result([Completion("", 0, "cancelled") for _ in range(s.request.params.n)])
+            if not live:
+                continue
+            cancel = threading.Event()
+            watcher = threading.Thread(target=_cancel_when_all, args=(live, cancel), daemon=True)
+            watcher.start()
+
+            def relay(ri: int, si: int, text: str, n: int, _live: list[Submission] = live) -> None:
+                if _live[ri].on_delta is not None:
+                    _live[ri].on_delta(si, text, n)  # type: ignore[misc]
+
+            try:
+                results = self.engine.generate([s.request for s in live], on_delta=relay, cancel=cancel)
+            except BaseException as e:  # noqa: BLE001 - handed to every waiter
+                for s in live:
+                    s.future.set_exception(e)
+            else:
+                for s, r in zip(live, results):
+                    s.future.set_result(r)
+            finally:
+                cancel.set()  # ends the watcher
+
+
+def _cancel_when_all(subs: list[Submission], cancel: threading.Event) -> None:
+    """A batch engine's generate takes one cancel event: set it once every request in the
+    batch is cancelled (a lone cancelled request finishes with the rest, then is dropped)."""
+    while not cancel.wait(0.05):
+        if all(s.cancelled.is_set() for s in subs):
+            cancel.set()

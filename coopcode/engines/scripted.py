@@ -7,14 +7,17 @@ code can be tested token by token without a model.
 
 from __future__ import annotations
 
+import inspect
 import threading
 import time
 from collections.abc import Callable, Sequence
 
-from coopcode.engines.base import Completion, DeltaCallback, Engine, GenerationRequest
+from coopcode.engines.base import Completion, DeltaCallback, Engine, GenerationRequest, derive_seed
 
-# script(prompt, adapter, sample index) -> the text to "generate"
-Script = Callable[[str, str | None, int], str]
+# script(prompt, adapter, sample index) -> the text to "generate"; a script that takes a
+# fourth argument also gets the sample's seed (derive_seed of the request's seed and index),
+# so tests can see which random stream each sample would have drawn from.
+Script = Callable[..., str]
 
 
 class ScriptedEngine(Engine):
@@ -31,6 +34,7 @@ class ScriptedEngine(Engine):
         model_name: str = "scripted",
     ) -> None:
         self.script = script if callable(script) else self._from_table(script)
+        self._seeded = callable(script) and len(inspect.signature(script).parameters) >= 4
         self.chunk, self.delay = chunk, delay
         self.instruct = instruct
         self.model_name = model_name
@@ -47,6 +51,10 @@ class ScriptedEngine(Engine):
             return texts
 
         return script
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of a prompt: its UTF-8 bytes (a script has no vocabulary)."""
+        return list(text.encode())
 
     def render_chat(self, messages: list[dict[str, str]]) -> str:
         turns = "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages)
@@ -70,7 +78,10 @@ class ScriptedEngine(Engine):
             per = []
             for si in range(req.params.n):
                 started = time.time()
-                full = self.script(req.prompt, req.adapter, si)
+                if self._seeded:
+                    full = self.script(req.prompt, req.adapter, si, derive_seed(req.params.seed, si))
+                else:
+                    full = self.script(req.prompt, req.adapter, si)
                 reason = "stop"
                 hits = [p for s in req.params.stop if (p := full.find(s)) >= 0]
                 if hits:

@@ -1,13 +1,13 @@
 """The default engine: Hugging Face transformers, one base model, LoRA adapters by name.
 
 Helper and main are PEFT adapters on one shared base in memory (two full copies would double
-the memory for nothing); a request names its adapter, or none for the bare base. Requests
-are grouped by adapter and sampled in batches by our own decode loop over the model's KV
-cache, which is where the speed-up over a per-sample `generate` loop comes from:
+the memory for nothing); a request names its adapter, or none for the bare base. Requests go
+into a continuously batched decode loop over the model's KV cache (`coopcode.engines.batching`):
 - on a CPU a decode step for 8 rows costs ~1.4x a step for one (the weights are read once);
-- the n samples of a prompt share one prefill of it (its KV cache is copied to the n rows),
-  where `generate` on a batch of n copies would run the same prompt through the model n times;
-- a row that has finished (EOS, stop string, budget) leaves the batch at once.
+- the n samples of a prompt share one prefill of it (its KV cache is copied to the n rows);
+- a row that has finished (EOS, stop string, budget) leaves the batch at once, and a new
+  request joins between two decode steps, so a scheduler can keep the batch full;
+- helper, main and bare-base rows step together (PEFT's mixed-adapter batches).
 
 Each sample draws from its own random generator, seeded from (params.seed, sample index), so
 its random draws do not depend on which batch it landed in. Its *arithmetic* does: matrix
@@ -21,23 +21,14 @@ the same seed then gives the same text whatever else is running, at the price of
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from coopcode.engines.base import (
-    Completion,
-    DeltaCallback,
-    Engine,
-    GenerationRequest,
-    derive_seed,
-)
+from coopcode.engines.base import Engine, GenerationRequest, SampleDelta, Submission
+from coopcode.engines.batching import BASE, ContinuousBatcher
 from coopcode.errors import ModelError
 from coopcode.models import ResolvedModel, resolve_model
-
-TOP_K_PREFILTER = 256  # nucleus sampling looks here first; falls back to a full sort if short
 
 
 def cpu_has_bf16() -> bool:
@@ -60,139 +51,6 @@ def pick_device_and_dtype(device: str | None = None, dtype: str | None = None) -
         else:
             dtype = "bfloat16" if cpu_has_bf16() else "float32"
     return device, getattr(torch, dtype)
-
-
-def _nucleus(probs: Any, top_p: Any) -> Any:
-    """`probs` (sorted, descending) with 0 past the first token that brings the sum to top_p."""
-    import torch
-
-    return probs * ((torch.cumsum(probs, dim=-1) - probs) < top_p)
-
-
-class _RowSampler:
-    """Picks each row's next token with the row's own generator and settings.
-
-    The distribution work (temperature, log-normalizer, top-k prefilter, nucleus cut) is
-    done for the whole batch at once; only the draw is per row, from that row's generator,
-    so a sample does not depend on its batch.
-    """
-
-    def __init__(self, temps: list[float], top_ps: list[float], seeds: list[int]) -> None:
-        import torch
-
-        self.temps = torch.tensor(temps, dtype=torch.float32)
-        self.top_ps = torch.tensor(top_ps, dtype=torch.float32)
-        self.generators = [torch.Generator().manual_seed(s) for s in seeds]
-
-    def pick(self, logits: Any, rows: list[int]) -> list[int]:
-        """Next token of each of `rows` (batch row numbers), given their logits [len(rows), V]."""
-        import torch
-
-        logits = logits.float().cpu()
-        chosen = logits.argmax(dim=-1).tolist()
-        idx_rows = torch.tensor(rows)
-        temps, top_ps = self.temps[idx_rows], self.top_ps[idx_rows]
-        hot = (temps > 0).nonzero().flatten()
-        if hot.numel() == 0:
-            return chosen
-        scaled = logits[hot] / temps[hot, None]
-        log_z = torch.logsumexp(scaled, dim=-1, keepdim=True)
-        k = min(TOP_K_PREFILTER, scaled.shape[-1])
-        vals, idx = torch.topk(scaled, k, dim=-1)
-        probs = torch.exp(vals - log_z)
-        nucleus = top_ps[hot] < 1.0
-        probs_cut = torch.where(nucleus[:, None], _nucleus(probs, top_ps[hot, None]), probs)
-        short = nucleus & (probs.sum(dim=-1) < top_ps[hot])
-        for j, row in enumerate(hot.tolist()):
-            gen = self.generators[rows[row]]
-            if not bool(nucleus[j]) and k < scaled.shape[-1]:  # no nucleus: the whole vocabulary
-                p = torch.softmax(scaled[j], dim=0)
-                chosen[row] = int(torch.multinomial(p, 1, generator=gen))
-            elif bool(short[j]):  # rare: a distribution too flat for the prefilter
-                v, ids = torch.sort(scaled[j], descending=True)
-                p = _nucleus(torch.exp(v - log_z[j]), top_ps[hot[j]])
-                chosen[row] = int(ids[torch.multinomial(p / p.sum(), 1, generator=gen)])
-            else:
-                p = probs_cut[j]
-                chosen[row] = int(idx[j, torch.multinomial(p / p.sum(), 1, generator=gen)])
-        return chosen
-
-
-class _RowStopper:
-    """Per-row end of generation: EOS, stop strings, a token budget, cancellation.
-
-    It also streams: after each token it decodes the row's text and reports the delta,
-    holding back text that could be the start of a stop string so a stream never shows one.
-    """
-
-    def __init__(
-        self,
-        tokenizer: Any,
-        rows: list[tuple[int, int]],
-        stops: list[tuple[str, ...]],
-        budgets: list[int],
-        eos_ids: set[int],
-        on_delta: DeltaCallback | None,
-    ) -> None:
-        self.tok, self.rows = tokenizer, rows
-        self.stops, self.budgets, self.eos_ids = stops, budgets, eos_ids
-        self.on_delta = on_delta
-        n = len(rows)
-        self.done = [False] * n
-        self.text = [""] * n
-        self.emitted = [0] * n  # characters of text streamed
-        self.counted = [0] * n  # tokens streamed
-        self.ids: list[list[int]] = [[] for _ in range(n)]
-        self.reason = ["length"] * n
-
-    def push(self, i: int, token: int) -> bool:
-        """Append `token` to row i; True when the row is finished."""
-        ids = self.ids[i]
-        ids.append(token)
-        hit_eos = token in self.eos_ids
-        text = self.tok.decode(ids[:-1] if hit_eos else ids, skip_special_tokens=True)
-        self.text[i] = text
-        cut = self._stop_at(i, text)
-        if cut is not None:
-            self.text[i] = text[:cut]
-            self.finish(i, "stop")
-        elif hit_eos:
-            self.finish(i, "stop")
-        elif len(ids) >= self.budgets[i]:
-            self.finish(i, "length")
-        else:
-            self._emit(i, final=False)
-        return self.done[i]
-
-    def _stop_at(self, i: int, text: str) -> int | None:
-        # Only the tail can hold a new stop string: search from just before the last emission.
-        start = max(0, self.emitted[i] - max((len(s) for s in self.stops[i]), default=0))
-        hits = [p for s in self.stops[i] if (p := text.find(s, start)) >= 0]
-        return min(hits) if hits else None
-
-    def _emit(self, i: int, final: bool) -> None:
-        text = self.text[i]
-        safe = len(text)
-        if not final:
-            if text.endswith("\ufffd"):  # an incomplete multi-byte character
-                safe = len(text.rstrip("\ufffd"))
-            for s in self.stops[i]:
-                for k in range(min(len(s) - 1, safe), 0, -1):
-                    if text.endswith(s[:k], 0, safe):
-                        safe -= k
-                        break
-        tokens = len(self.ids[i]) - self.counted[i]
-        if safe > self.emitted[i] or (final and tokens > 0):
-            delta = text[self.emitted[i]:safe]
-            self.emitted[i], self.counted[i] = safe, len(self.ids[i])
-            if self.on_delta is not None:
-                req, sample = self.rows[i]
-                self.on_delta(req, sample, delta, tokens)
-
-    def finish(self, i: int, reason: str) -> None:
-        self.done[i] = True
-        self.reason[i] = reason
-        self._emit(i, final=True)
 
 
 def _contiguous_input(_module: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -220,7 +78,8 @@ class TransformersEngine(Engine):
         *,
         device: str | None = None,
         dtype: str | None = None,
-        max_batch: int = 16,
+        max_batch: int = 32,
+        kv_cache_gb: float = 4.0,
         deterministic: bool = False,
         progress: Any = None,
     ) -> None:
@@ -237,6 +96,11 @@ class TransformersEngine(Engine):
         self.device, self.dtype = pick_device_and_dtype(device, dtype)
         self.deterministic = deterministic
         self.max_batch = 1 if deterministic else max_batch  # alone: batch-independent arithmetic
+        self.kv_cache_gb = kv_cache_gb  # the decode loop admits rows while their cache fits this
+        # Samples in flight a scheduler should keep: twice the batch, so rows that finish are
+        # replaced at once while other samples wait on the sandbox or on their other agent.
+        self.preferred_concurrency = 2 * self.max_batch
+        self._batcher: ContinuousBatcher | None = None
         say(f"loading {resolved.name} ({str(self.dtype).replace('torch.', '')}, {self.device}) ...")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(resolved.path)
@@ -302,15 +166,6 @@ class TransformersEngine(Engine):
                     msg = "its weights do not fit this base model (trained on a different base?)"
                 raise ModelError(f"cannot load adapter {path}: {msg}") from None
             self._adapters[name] = str(folder)
-
-    def _use(self, adapter: str | None) -> Any:
-        """Select `adapter` (or the bare base) and return a context to generate in."""
-        if adapter is None:
-            return self.peft.disable_adapter() if self.peft is not None else nullcontext()
-        if adapter not in self._adapters:
-            raise ModelError(f"adapter {adapter!r} is not loaded")
-        self.peft.set_adapter(adapter)
-        return nullcontext()
 
     @property
     def net(self) -> Any:
@@ -401,96 +256,55 @@ class TransformersEngine(Engine):
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def generate(
-        self,
-        requests: Sequence[GenerationRequest],
-        on_delta: DeltaCallback | None = None,
-        cancel: threading.Event | None = None,
-    ) -> list[list[Completion]]:
-        results: list[list[Completion | None]] = [[None] * r.params.n for r in requests]
-        rows = [(ri, si) for ri, r in enumerate(requests) for si in range(r.params.n)]
-        by_adapter: dict[str | None, list[tuple[int, int]]] = {}
-        for row in rows:
-            by_adapter.setdefault(requests[row[0]].adapter, []).append(row)
+    def submit(self, request: GenerationRequest, on_delta: SampleDelta | None = None) -> Submission:
+        return self.submit_all([(request, on_delta)])[0]
+
+    def submit_all(self, requests: Sequence[tuple[GenerationRequest, SampleDelta | None]]
+                   ) -> list[Submission]:
+        subs = [Submission(r, d) for r, d in requests]
         with self._lock:
-            for adapter, group in by_adapter.items():
-                # Similar lengths together: less padding per batch.
-                group.sort(key=lambda r: (len(requests[r[0]].prompt), r))
-                with self._use(adapter):
-                    for start in range(0, len(group), self.max_batch):
-                        batch = group[start:start + self.max_batch]
-                        for (ri, si), c in zip(batch, self._generate_batch(requests, batch,
-                                                                           on_delta, cancel)):
-                            results[ri][si] = c
-        return [[c for c in per if c is not None] for per in results]
+            if self._batcher is None:
+                self._batcher = self._start_batcher()
+        self._batcher.submit(subs)
+        return subs
 
-    def _generate_batch(
-        self,
-        requests: Sequence[GenerationRequest],
-        batch: list[tuple[int, int]],
-        on_delta: DeltaCallback | None,
-        cancel: threading.Event | None,
-    ) -> list[Completion]:
-        """Sample the rows of `batch` together with our own decode loop.
+    def _start_batcher(self) -> ContinuousBatcher:
+        cfg = self.base.config
+        heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        per_token = 2 * cfg.num_hidden_layers * heads * head_dim * self.base.dtype.itemsize
+        return ContinuousBatcher(
+            self._forward, self.encode, self.tokenizer, self.eos_ids, self._lock,
+            max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
+            pad_id=int(self.tokenizer.pad_token_id), device=self.device)
 
-        Rows that share a prompt (the n samples of a request) share its prefill: each distinct
-        prompt is run through the model once and its KV cache is copied to its rows. Finished
-        rows leave the batch, so the rest step at the cost of a smaller batch.
-        """
-        import torch
+    def _forward(self, adapters: list[str | None], **inputs: Any) -> Any:
+        """One forward pass of rows that use these adapters (None: the bare base)."""
+        names = set(adapters)
+        if self.peft is None:
+            if names != {None}:
+                raise ModelError(f"adapter {next(n for n in names if n)!r} is not loaded")
+            return self.base(**inputs)
+        for name in names - {None}:
+            if name not in self._adapters:
+                raise ModelError(f"adapter {name!r} is not loaded")
+        if names == {None}:
+            with self.peft.disable_adapter():
+                return self.peft(**inputs)
+        if len(names) == 1:
+            self.peft.set_adapter(adapters[0])
+            return self.peft(**inputs)
+        return self.peft(**inputs, adapter_names=[a or BASE for a in adapters])
 
-        started = time.time()
-        params = [requests[ri].params for ri, _ in batch]
-        sampler = _RowSampler([p.temperature for p in params], [p.top_p for p in params],
-                              [derive_seed(p.seed, si) for p, (_, si) in zip(params, batch)])
-        stopper = _RowStopper(self.tokenizer, batch, [p.stop for p in params],
-                              [p.max_new_tokens for p in params], self.eos_ids, on_delta)
-        prompts = [requests[ri].prompt for ri, _ in batch]
-        distinct = list(dict.fromkeys(prompts))
-        enc = self.tokenizer(distinct, return_tensors="pt", padding=True,
-                             add_special_tokens=False).to(self.device)
-        mask = enc["attention_mask"]
-        with torch.inference_mode():
-            out = self.net(input_ids=enc["input_ids"], attention_mask=mask,
-                           position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
-                           use_cache=True, logits_to_keep=1)
-            cache = out.past_key_values
-            rows_of = [distinct.index(p) for p in prompts]
-            which = torch.tensor(rows_of, device=self.device)
-            if rows_of != list(range(len(distinct))):
-                cache.batch_select_indices(which)
-            mask = mask[which]
-            logits = out.logits[which, -1]
-            alive = list(range(len(batch)))
-            while alive:
-                if cancel is not None and cancel.is_set():
-                    for i in alive:
-                        stopper.finish(i, "cancelled")
-                    break
-                tokens = sampler.pick(logits, alive)
-                keep = [j for j, (i, t) in enumerate(zip(alive, tokens)) if not stopper.push(i, t)]
-                if not keep:
-                    break
-                if len(keep) < len(alive):
-                    kept = torch.tensor(keep, device=self.device)
-                    cache.batch_select_indices(kept)
-                    mask = mask[kept]
-                    alive = [alive[j] for j in keep]
-                    tokens = [tokens[j] for j in keep]
-                mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=1)
-                out = self.net(input_ids=torch.tensor(tokens, device=self.device)[:, None],
-                               attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
-                               past_key_values=cache, use_cache=True)
-                cache = out.past_key_values
-                logits = out.logits[:, -1]
-        seconds = time.time() - started
-        return [
-            Completion(text=stopper.text[i], n_tokens=len(stopper.ids[i]),
-                       finish_reason=stopper.reason[i], token_ids=stopper.ids[i], seconds=seconds)
-            for i in range(len(batch))
-        ]
+    @property
+    def decode_steps(self) -> int:
+        """Decode steps the loop has run (prefills not counted)."""
+        return self._batcher.steps if self._batcher is not None else 0
 
     def close(self) -> None:
+        if self._batcher is not None:
+            self._batcher.close()
+            self._batcher = None
         self.peft = None
         self.base = None  # type: ignore[assignment]
 
