@@ -22,7 +22,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from coopcode import prompts
@@ -54,6 +54,7 @@ class AgentOutput:
     adapter: str | None
     prompt: str  # the rendered prompt (kept for the record)
     seconds: float = 0.0
+    seed: int = 0  # the sampling seed of this output (sample_seed of task, scheme, role, turn, sample)
     token_ids: list[int] = field(default_factory=list, repr=False)  # sampled ids (training)
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,6 +118,7 @@ class _Ask:
     prompt: prompts.Prompt
     adapter: str | None
     turn: int
+    seed: int = 0  # set when it goes to the engine
 
 
 class Collaboration:
@@ -210,9 +212,9 @@ class Collaboration:
                 relay(ri, 0, a.prompt.prefix, 0)
         results = self.engine.generate(requests, on_delta=relay, cancel=cancel)
         out = []
-        for a, (completion,) in zip(asks, results):
+        for a, r, (completion,) in zip(asks, requests, results):
             code = self._extract(problem, a, completion.text)
-            out.append((a, completion, code))
+            out.append((replace(a, seed=r.params.seed), completion, code))
         return out
 
     def _extract(self, problem: Problem, ask: _Ask, text: str) -> str:
@@ -331,7 +333,7 @@ def _store(attempts: dict[int, Attempt], results: list[tuple[_Ask, Completion, s
     for a, c, code in results:
         att = attempts[a.sample]
         att.outputs.append(AgentOutput(a.role, a.turn, c.text, code, c.n_tokens, c.finish_reason,
-                                       a.adapter, a.prompt.text, c.seconds, c.token_ids))
+                                       a.adapter, a.prompt.text, c.seconds, a.seed, c.token_ids))
         if a.role == "helper":
             att.helper_code = code
         else:
