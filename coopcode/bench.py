@@ -34,6 +34,7 @@ from coopcode.events import (
     VerdictReady,
     ignore,
 )
+from coopcode.inputs import check_generation
 from coopcode.metrics import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
 from coopcode.report import write_report
@@ -62,6 +63,7 @@ class BenchConfig:
     label: str = ""  # how the method is named in the table (default: scheme + adapters)
 
     def validate(self) -> None:
+        check_generation(self)  # n, temperature, token budget, turns, timeout
         check_k(self.ks, self.n)
         unknown = [s for s in self.schemes if s not in SCHEMES]
         if unknown:

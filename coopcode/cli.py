@@ -40,6 +40,7 @@ SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a 
 EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (GPU machines, optional extra).")]
 DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="bfloat16 or float32 \\[default: bfloat16 where the CPU has bf16 instructions].")]
+DeterministicOpt = Annotated[bool, typer.Option("--deterministic", help="Generate every sample alone, so a seed gives the same text whatever else is generated (a resumed run regenerates exactly); slower. Embedded engine only.")]
 
 
 def _emitter(events: str | None, render: Any) -> Any:
@@ -67,6 +68,16 @@ def _dtype(name: str | None) -> str | None:
     return name
 
 
+def _engine_options(engine: str, dtype: str | None, deterministic: bool) -> dict[str, Any]:
+    """The engine keyword arguments the options ask for (checked before anything loads)."""
+    kw: dict[str, Any] = {"dtype": _dtype(dtype)}
+    if deterministic:
+        if engine != "transformers":
+            raise UserError(f"--deterministic needs the embedded engine (--engine transformers), not {engine}")
+        kw["deterministic"] = True
+    return kw
+
+
 def _parse_ks(text: str) -> list[int]:
     try:
         return [int(k) for k in text.split(",") if k.strip()]
@@ -92,6 +103,7 @@ def solve(
     events: EventsOpt = None,
     dtype: DtypeOpt = None,
     engine: EngineOpt = "transformers",
+    deterministic: DeterministicOpt = False,
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
     from coopcode.problems import load_humaneval, load_problem_file
@@ -105,7 +117,7 @@ def solve(
     # Everything a user typed is checked before the model loads: bad input fails in milliseconds.
     config.validate()
     check_runtime_names(sandbox=sandbox, engine=engine)
-    dtype = _dtype(dtype)
+    engine_kw = _engine_options(engine, dtype, deterministic)
     if not problem.strip():
         raise UserError("no problem given: pass a problem.py file or a HumanEval task id such as HumanEval/0")
     if problem.startswith("HumanEval/"):
@@ -118,8 +130,8 @@ def solve(
     quiet = as_json or events is not None
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=dtype,
-                         engine=engine)
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, engine=engine,
+                         **engine_kw)
     with open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             result = run_solve(prob, agents.engine, sb, config, helper_adapter=agents.helper_name,
@@ -157,10 +169,11 @@ def bench(
     events: EventsOpt = None,
     dtype: DtypeOpt = None,
     engine: EngineOpt = "transformers",
+    deterministic: DeterministicOpt = False,
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
     from coopcode.bench import BenchConfig, run_bench
-    from coopcode.inputs import check_generation, check_output_folder
+    from coopcode.inputs import check_output_folder
     from coopcode.problems import load_problems
     from coopcode.render import BenchProgress, LogPrinter, bench_table
     from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
@@ -172,20 +185,17 @@ def bench(
                          ks=tuple(_parse_ks(k)), n=n, temperature=temperature,
                          max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout,
                          limit=limit, label=label)
-    # Before loading anything: bad numbers and k > n fail in milliseconds. check_generation
-    # first: it also covers what BenchConfig.validate leaves out (token budget, turns, timeout).
-    check_generation(config)
-    config.validate()
+    config.validate()  # before loading anything: bad numbers and k > n fail in milliseconds
     check_runtime_names(sandbox=sandbox, engine=engine)
-    dtype = _dtype(dtype)
+    engine_kw = _engine_options(engine, dtype, deterministic)
     probs = load_problems(problems)
     folder = out_dir or Path("runs") / _default_run_name(config, model, helper_adapter, main_adapter)
     check_output_folder(folder)
     quiet = as_json or events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, dtype=dtype,
-                         engine=engine)
+    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, engine=engine,
+                         **engine_kw)
     with open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             summary = run_bench(config, probs, agents.engine, sb, folder,

@@ -110,9 +110,12 @@ class Engine(ABC):
         """`params.n` completions for each request, in request order."""
         if type(self).submit is Engine.submit:
             raise NotImplementedError(f"{type(self).__name__} implements neither generate nor submit")
-        subs = self.submit_all([
-            (r, None if on_delta is None else (lambda si, text, n, _ri=ri: on_delta(_ri, si, text, n)))
-            for ri, r in enumerate(requests)])
+        def relay(ri: int) -> SampleDelta | None:
+            if on_delta is None:
+                return None
+            return lambda si, text, n: on_delta(ri, si, text, n)
+
+        subs = self.submit_all([(r, relay(ri)) for ri, r in enumerate(requests)])
         try:
             for s in subs:
                 while not s.future.done():
