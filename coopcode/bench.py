@@ -16,12 +16,12 @@ import platform
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from coopcode import __version__, prompts
-from coopcode.collab import DEFAULT_SCHEME, SCHEMES, Collaboration
 from coopcode.engines import Engine, SamplingParams
 from coopcode.errors import UserError
 from coopcode.events import (
@@ -39,8 +39,10 @@ from coopcode.metrics import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
 from coopcode.report import write_report
 from coopcode.results import ResultsStore
-from coopcode.solve import hidden_test_jobs, score
-from sandbox import Sandbox
+from coopcode.scheduler import SampleSpec, Scheduler, sample_specs
+from coopcode.schemes import DEFAULT_SCHEME, SCHEMES, SampleState, get_scheme
+from coopcode.solve import hidden_test_job, score
+from sandbox import Job, Sandbox, Verdict
 
 DEFAULT_KS = (1, 3, 5, 10)
 
@@ -142,7 +144,7 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
 
 def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: str | None,
                   main_path: str | None) -> dict[str, Any]:
-    from coopcode.collab import main_calls_helper
+    from coopcode.attempts import main_calls_helper
 
     d = attempt.to_dict()
     v = attempt.verdict
@@ -170,8 +172,11 @@ def run_bench(
     emit: Emit = ignore,
     cancel: threading.Event | None = None,
     stream_tokens: bool = False,
+    concurrency: int | None = None,
 ) -> BenchSummary:
-    """Run (or resume) a bench and write samples.jsonl, summary.json and report.md to `out`."""
+    """Run (or resume) a bench and write samples.jsonl, summary.json and report.md to `out`.
+
+    `concurrency` bounds the samples generating at once (default: what fills the engine)."""
     config.validate()
     if config.limit:
         problems = problems[: config.limit]
@@ -180,7 +185,7 @@ def run_bench(
     store = ResultsStore(out)
     try:
         return _run(config, problems, engine, sandbox, store, helper_adapter, main_adapter,
-                    emit, cancel, stream_tokens)
+                    emit, cancel, stream_tokens, concurrency)
     finally:
         store.close()
 
@@ -188,7 +193,7 @@ def run_bench(
 def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: Sandbox,
          store: ResultsStore, helper_adapter: tuple[str, str] | None,
          main_adapter: tuple[str, str] | None, emit: Emit, cancel: threading.Event | None,
-         stream_tokens: bool) -> BenchSummary:
+         stream_tokens: bool, concurrency: int | None) -> BenchSummary:
     session_start = time.time()
     params = SamplingParams(n=1, max_new_tokens=config.max_new_tokens,
                             temperature=config.temperature, top_p=config.top_p, seed=config.seed)
@@ -229,52 +234,60 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
                                                   "schemes": list(config.schemes)}))
     if already:
         emit(Log(message=f"resuming: {already}/{total} samples already in {store.out}"))
-    done_now, problems_done = 0, sum(1 for _, _, m in todo if not m)
-    collabs = {
-        s: Collaboration(engine, scheme=s, params=params, helper_adapter=helper_name,
-                         main_adapter=main_name, turns=config.turns, sandbox=sandbox,
-                         feedback_timeout=config.timeout)
-        for s in config.schemes
-    }
-    for scheme, problem, missing in todo:
-        if not missing:
-            continue
-        if cancel is not None and cancel.is_set():
-            break
+    problem_of = {p.task_id: p for p in problems}
+    left = {(s, p.task_id): len(m) for s, p, m in todo if m}
+    problems_done = sum(1 for _, _, m in todo if not m)
+    done_now = 0
 
-        def on_delta(role: str, sample: int, turn: int, text: str, tokens: int,
-                     _tid: str = problem.task_id) -> None:
-            emit(TokenDelta(task_id=_tid, agent=role, sample=sample, turn=turn, text=text,
-                            tokens=tokens))
+    def specs() -> Iterator[SampleSpec]:
+        # Problem by problem, so a killed run leaves few problems half done; the scheduler
+        # keeps the engine full across problems anyway.
+        for scheme_name, problem, missing in todo:
+            yield from sample_specs(problem, get_scheme(scheme_name), missing, params,
+                                    helper_adapter=helper_name, main_adapter=main_name,
+                                    turns=config.turns)
 
-        attempts = collabs[scheme].run(problem, missing, on_delta=on_delta if stream_tokens else None,
-                                       cancel=cancel)
-        if cancel is not None and cancel.is_set():
-            break  # a cancelled generation is incomplete: never record it
-        verdicts = sandbox.run_many(hidden_test_jobs(problem, attempts, config.timeout))
-        score(attempts, verdicts, scheme)
-        for a in attempts:
-            record = sample_record(a, problem, engine, helper_path, main_path)
-            store.add(record)
-            emit(VerdictReady(task_id=problem.task_id, sample=a.sample, scheme=scheme,
-                              verdict={"status": record["verdict"]["status"],
-                                       "n_passed": record["verdict"]["n_passed"],
-                                       "n_tests": record["verdict"]["n_tests"]},
-                              reward=record["reward"]))
-        done_now += len(attempts)
-        problems_done += 1
+    def on_delta(state: SampleState, role: str, turn: int, text: str, tokens: int) -> None:
+        emit(TokenDelta(task_id=state.problem.task_id, agent=role, sample=state.sample, turn=turn,
+                        text=text, tokens=tokens))
+
+    def final_job(state: SampleState) -> Job:
+        return hidden_test_job(state.problem, state.attempt, config.timeout)
+
+    def on_done(state: SampleState, verdict: Verdict | None) -> None:
+        nonlocal done_now, problems_done
+        a = state.attempt
+        assert verdict is not None
+        score([a], [verdict], a.scheme)
+        record = sample_record(a, problem_of[a.task_id], engine, helper_path, main_path)
+        store.add(record)
+        emit(VerdictReady(task_id=a.task_id, sample=a.sample, scheme=a.scheme,
+                          verdict={"status": record["verdict"]["status"],
+                                   "n_passed": record["verdict"]["n_passed"],
+                                   "n_tests": record["verdict"]["n_tests"]},
+                          reward=record["reward"]))
+        done_now += 1
+        left[(a.scheme, a.task_id)] -= 1
+        problems_done += left[(a.scheme, a.task_id)] == 0
         elapsed = time.time() - session_start
         rate = done_now / elapsed if elapsed > 0 else 0.0
         remaining = total - already - done_now
         emit(Progress(done=already + done_now, total=total, problems_done=problems_done,
                       problems_total=len(todo), samples_per_s=round(rate, 3),
                       eta_s=round(remaining / rate, 1) if rate > 0 else None,
-                      label=f"{scheme} {problem.task_id}"))
+                      label=f"{a.scheme} {a.task_id}"))
+
+    scheduler = Scheduler(engine, sandbox, concurrency=concurrency, feedback_timeout=config.timeout,
+                          on_delta=on_delta if stream_tokens else None, cancel=cancel)
+    stats = scheduler.run(specs(), on_done, final_job=final_job)
 
     wall = time.time() - session_start
     summary = summarize(list(store), config, [p.task_id for p in problems], label)
     store.update_meta(wall_seconds=round(meta.get("wall_seconds", 0.0) + wall, 1),
-                      last_session_seconds=round(wall, 1))
+                      last_session_seconds=round(wall, 1),
+                      last_session={"concurrency": scheduler.concurrency,
+                                    **{k: round(v, 3) if isinstance(v, float) else v
+                                       for k, v in asdict(stats).items()}})
     summary.meta = {
         "model": engine.model_name,
         "sandbox": sandbox.name,

@@ -40,6 +40,8 @@ SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a 
 EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (GPU machines, optional extra).")]
 DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="bfloat16 or float32 \\[default: bfloat16 where the CPU has bf16 instructions].")]
+MaxBatchOpt = Annotated[int | None, typer.Option("--max-batch", help="Rows in one decode step of the embedded engine (bounds its KV memory too) \\[default: 32].")]
+ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Samples generating at once (1: one at a time) \\[default: what fills the engine].")]
 DeterministicOpt = Annotated[bool, typer.Option("--deterministic", help="Generate every sample alone, so a seed gives the same text whatever else is generated (a resumed run regenerates exactly); slower. Embedded engine only.")]
 
 
@@ -68,13 +70,20 @@ def _dtype(name: str | None) -> str | None:
     return name
 
 
-def _engine_options(engine: str, dtype: str | None, deterministic: bool) -> dict[str, Any]:
+def _engine_options(engine: str, dtype: str | None, deterministic: bool = False,
+                    max_batch: int | None = None) -> dict[str, Any]:
     """The engine keyword arguments the options ask for (checked before anything loads)."""
+    from coopcode.inputs import check_at_least
+
     kw: dict[str, Any] = {"dtype": _dtype(dtype)}
+    for flag, value in (("--deterministic", deterministic), ("--max-batch", max_batch)):
+        if value and engine != "transformers":
+            raise UserError(f"{flag} is an option of the embedded engine (--engine transformers), not {engine}")
     if deterministic:
-        if engine != "transformers":
-            raise UserError(f"--deterministic needs the embedded engine (--engine transformers), not {engine}")
         kw["deterministic"] = True
+    if max_batch is not None:
+        check_at_least("--max-batch", max_batch)
+        kw["max_batch"] = max_batch
     return kw
 
 
@@ -104,6 +113,7 @@ def solve(
     dtype: DtypeOpt = None,
     engine: EngineOpt = "transformers",
     deterministic: DeterministicOpt = False,
+    max_batch: MaxBatchOpt = None,
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
     from coopcode.problems import load_humaneval, load_problem_file
@@ -117,7 +127,7 @@ def solve(
     # Everything a user typed is checked before the model loads: bad input fails in milliseconds.
     config.validate()
     check_runtime_names(sandbox=sandbox, engine=engine)
-    engine_kw = _engine_options(engine, dtype, deterministic)
+    engine_kw = _engine_options(engine, dtype, deterministic, max_batch)
     if not problem.strip():
         raise UserError("no problem given: pass a problem.py file or a HumanEval task id such as HumanEval/0")
     if problem.startswith("HumanEval/"):
@@ -170,10 +180,12 @@ def bench(
     dtype: DtypeOpt = None,
     engine: EngineOpt = "transformers",
     deterministic: DeterministicOpt = False,
+    max_batch: MaxBatchOpt = None,
+    concurrency: ConcurrencyOpt = None,
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
     from coopcode.bench import BenchConfig, run_bench
-    from coopcode.inputs import check_output_folder
+    from coopcode.inputs import check_at_least, check_output_folder
     from coopcode.problems import load_problems
     from coopcode.render import BenchProgress, LogPrinter, bench_table
     from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
@@ -187,7 +199,9 @@ def bench(
                          limit=limit, label=label)
     config.validate()  # before loading anything: bad numbers and k > n fail in milliseconds
     check_runtime_names(sandbox=sandbox, engine=engine)
-    engine_kw = _engine_options(engine, dtype, deterministic)
+    engine_kw = _engine_options(engine, dtype, deterministic, max_batch)
+    if concurrency is not None:
+        check_at_least("--concurrency", concurrency)
     probs = load_problems(problems)
     folder = out_dir or Path("runs") / _default_run_name(config, model, helper_adapter, main_adapter)
     check_output_folder(folder)
@@ -200,7 +214,7 @@ def bench(
         try:
             summary = run_bench(config, probs, agents.engine, sb, folder,
                                 helper_adapter=agents.helper_adapter, main_adapter=agents.main_adapter,
-                                emit=emit)
+                                emit=emit, concurrency=concurrency)
         finally:
             if isinstance(render, BenchProgress):
                 render.stop()

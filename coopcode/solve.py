@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.collab import DEFAULT_SCHEME, SCHEMES, Attempt, Collaboration
+from coopcode.attempts import Attempt
 from coopcode.engines import Engine, SamplingParams
 from coopcode.errors import UserError
 from coopcode.events import (
@@ -22,6 +22,8 @@ from coopcode.events import (
 from coopcode.inputs import check_between, check_generation
 from coopcode.problems import Problem
 from coopcode.rewards import grpo_reward, magrpo_reward
+from coopcode.scheduler import Scheduler, sample_specs
+from coopcode.schemes import DEFAULT_SCHEME, SCHEMES, PromptBook, SampleState, get_scheme
 from sandbox import Job, Sandbox, Verdict
 
 
@@ -94,9 +96,10 @@ def score(attempts: list[Attempt], verdicts: list[Verdict], scheme: str) -> None
         a.reward = reward(v)
 
 
-def hidden_test_jobs(problem: Problem, attempts: list[Attempt], timeout: float) -> list[Job]:
-    return [Job(program=a.program.text if a.program else "", tests=problem.tests,
-                entry_point=problem.entry_point, timeout=timeout) for a in attempts]
+def hidden_test_job(problem: Problem, attempt: Attempt, timeout: float) -> Job:
+    """The final run of a sample's program: the problem's hidden tests."""
+    return Job(program=attempt.program.text if attempt.program else "", tests=problem.tests,
+               entry_point=problem.entry_point, timeout=timeout)
 
 
 def solve(
@@ -109,6 +112,7 @@ def solve(
     main_adapter: str | None = None,
     emit: Emit = ignore,
     cancel: threading.Event | None = None,
+    concurrency: int | None = None,
 ) -> SolveResult:
     """Run the scheme on `problem`, execute every attempt in the sandbox, report events."""
     started = time.time()
@@ -126,34 +130,42 @@ def solve(
         "turns": config.turns,
     }
     emit(Started(job="solve", total=config.n, meta=meta))
-    collab = Collaboration(
-        engine, scheme=config.scheme, params=config.sampling(), helper_adapter=helper_adapter,
-        main_adapter=main_adapter, turns=config.turns, sandbox=sandbox,
-        feedback_timeout=config.timeout,
-    )
 
-    def on_delta(role: str, sample: int, turn: int, text: str, tokens: int) -> None:
-        emit(TokenDelta(task_id=problem.task_id, agent=role, sample=sample, turn=turn, text=text,
-                        tokens=tokens))
+    def on_delta(state: SampleState, role: str, turn: int, text: str, tokens: int) -> None:
+        emit(TokenDelta(task_id=problem.task_id, agent=role, sample=state.sample, turn=turn,
+                        text=text, tokens=tokens))
 
-    attempts = collab.run(problem, list(range(config.n)), on_delta=on_delta, cancel=cancel)
-    if cancel is not None and cancel.is_set():
-        # A cancelled generation is unfinished code: report it, do not execute it.
-        result = SolveResult(problem, attempts, time.time() - started, {**meta, "cancelled": True})
-        emit(Finished(job="solve", summary={"passed": False, "cancelled": True,
-                                            "seconds": round(result.seconds, 2)}))
-        return result
-    for a in attempts:
+    def final_job(state: SampleState) -> Job:
+        a = state.attempt
         emit(AttemptReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
                           helper_code=a.helper_code, main_code=a.main_code,
                           program=a.program.text if a.program else "",
                           syntax_ok=bool(a.program and a.program.syntax_ok)))
-    verdicts = sandbox.run_many(hidden_test_jobs(problem, attempts, config.timeout))
-    score(attempts, verdicts, config.scheme)
-    for a in attempts:
+        return hidden_test_job(problem, a, config.timeout)
+
+    def on_done(state: SampleState, verdict: Verdict | None) -> None:
+        a = state.attempt
+        assert verdict is not None
+        score([a], [verdict], config.scheme)
         emit(VerdictReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
-                          verdict=a.verdict.to_dict() if a.verdict else {},
-                          reward=a.reward.to_dict() if a.reward else {}))
+                          verdict=verdict.to_dict(), reward=a.reward.to_dict() if a.reward else {}))
+
+    scheme = get_scheme(config.scheme)
+    specs = sample_specs(problem, scheme, range(config.n), config.sampling(),
+                         helper_adapter=helper_adapter, main_adapter=main_adapter, turns=config.turns)
+    book = PromptBook(engine)
+    for spec in specs:  # states made here, so a cancelled run still shows what was written
+        spec.state = SampleState(problem, spec.sample, book,
+                                 Attempt(problem.task_id, spec.sample, scheme.name))
+    Scheduler(engine, sandbox, concurrency=concurrency, feedback_timeout=config.timeout,
+              on_delta=on_delta, cancel=cancel).run(specs, on_done, final_job=final_job)
+    attempts = [spec.state.attempt for spec in specs if spec.state is not None]
+    if cancel is not None and cancel.is_set():
+        # A cancelled generation is unfinished code: report it, do not score it.
+        result = SolveResult(problem, attempts, time.time() - started, {**meta, "cancelled": True})
+        emit(Finished(job="solve", summary={"passed": False, "cancelled": True,
+                                            "seconds": round(result.seconds, 2)}))
+        return result
     result = SolveResult(problem, attempts, time.time() - started, meta)
     emit(Finished(job="solve", summary={"passed": result.passed, "best_sample": result.best.sample,
                                         "seconds": round(result.seconds, 2)}))

@@ -28,7 +28,10 @@ class SamplingParams:
     max_new_tokens: int = 384
     temperature: float = 0.8  # 0 means greedy
     top_p: float = 0.95
-    seed: int = 0  # sample i of a request uses seed derive_seed(seed, i): batch-independent
+    seed: int = 0  # sample i of a request uses seed derive_seed(seed, index + i): batch-independent
+    # The first sample's index: a request for sample g alone (n=1, index=g) draws what sample
+    # g of an n-sample request would (a scheduler asks for samples one by one).
+    index: int = 0
     stop: tuple[str, ...] = ()  # generation of a sample ends at the first of these (excluded)
 
     def with_(self, **changes: object) -> SamplingParams:

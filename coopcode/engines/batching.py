@@ -55,7 +55,7 @@ class Row:
         self.tok, self.eos_ids = tokenizer, eos_ids
         self.temperature, self.top_p = p.temperature, p.top_p
         self.stops, self.budget = p.stop, p.max_new_tokens
-        self.generator = torch.Generator().manual_seed(derive_seed(p.seed, sample))
+        self.generator = torch.Generator().manual_seed(derive_seed(p.seed, p.index + sample))
         self.ids: list[int] = []
         self.text = ""
         self.emitted = 0  # characters of text streamed

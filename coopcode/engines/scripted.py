@@ -78,10 +78,11 @@ class ScriptedEngine(Engine):
             per = []
             for si in range(req.params.n):
                 started = time.time()
+                index = req.params.index + si
                 if self._seeded:
-                    full = self.script(req.prompt, req.adapter, si, derive_seed(req.params.seed, si))
+                    full = self.script(req.prompt, req.adapter, index, derive_seed(req.params.seed, index))
                 else:
-                    full = self.script(req.prompt, req.adapter, si)
+                    full = self.script(req.prompt, req.adapter, index)
                 reason = "stop"
                 hits = [p for s in req.params.stop if (p := full.find(s)) >= 0]
                 if hits:

@@ -78,7 +78,7 @@ class VLLMEngine(Engine):
                 # One vLLM request per sample, each with its own seed: batch-independent samples.
                 params.append(VSamplingParams(n=1, temperature=p.temperature, top_p=p.top_p,
                                               max_tokens=p.max_new_tokens, stop=list(p.stop),
-                                              seed=derive_seed(p.seed, si)))
+                                              seed=derive_seed(p.seed, p.index + si)))
                 if r.adapter is None:
                     loras.append(None)
                 else:

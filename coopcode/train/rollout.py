@@ -1,9 +1,13 @@
 """Rollouts: sample each agent's group, form joint actions, score them, revise (multi-turn).
 
-Prompts, stop strings and code extraction are `coopcode.collab`'s, so an adapter trained here
-sees at `solve`/`bench` time exactly the prompts it was trained on.
+A rollout runs the same schemes, prompts and code extraction as `solve` and `bench`, through
+the same scheduler (`coopcode.scheduler`), so an adapter trained here sees at `solve`/`bench`
+time exactly the prompts it was trained on, and every problem of a step is in flight at once.
 
-Per problem and turn 1:
+Per problem, a node's G (aligned) or G x G (cross) joint actions are samples of the scheme,
+each with its own seeds; where two joint actions share an agent's completion (cross mode:
+helper i appears with every main j) their asks are identical and the scheduler generates it
+once. Turn 1:
 - `single` (GRPO): G samples of one agent.
 - `parallel`: G helper and G main samples from their own prompts; aligned pairs sample g
   with sample g, cross takes all G x G pairs.
@@ -13,9 +17,6 @@ Per problem and turn 1:
 A joint action of a turn below H leads (unless its node's mean reward reaches
 `early_stop_reward`) to a child node where both agents revise from the feedback of the
 combined program on the problem's public examples; revisions are sampled in parallel.
-
-Everything of one step (all problems, all nodes of a turn) goes to the engine and to the
-sandbox together, so both can batch.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from coopcode import prompts
+from coopcode.attempts import Attempt, feedback_text, sample_seed
 from coopcode.code import combine
-from coopcode.collab import Collaboration, feedback_text, sample_seed
-from coopcode.collab import _Ask as _CollabAsk
-from coopcode.engines import Engine, GenerationRequest, SamplingParams
+from coopcode.engines import Engine, SamplingParams
 from coopcode.problems import Problem
 from coopcode.rewards import RewardBreakdown, RewardFn
+from coopcode.scheduler import SampleSpec, Scheduler
+from coopcode.schemes import PromptBook, SampleState, get_scheme
 from coopcode.train.config import TrainConfig
 from coopcode.train.tree import JointAction, Node, Sample, aligned_members, cross_members, mean
 from sandbox import Job, Sandbox, Verdict
@@ -92,18 +93,6 @@ class RolloutStats:
 
 
 @dataclass
-class _Ask:
-    """Samples wanted from one prompt: n of them, for one role of one open node."""
-
-    open: _Open
-    role: str
-    prompt: prompts.Prompt
-    n: int
-    slot: int = 0  # tells apart asks of the same node and role (sequential: helper index)
-    lineage: Sample | None = None  # the sample being revised (multi-turn)
-
-
-@dataclass
 class _Open:
     """A node waiting for samples, with what its prompts need."""
 
@@ -113,123 +102,114 @@ class _Open:
     parent_samples: dict[str, Sample] | None = None
 
 
+# role -> (slot, index): which seed stream (slot) and which draw of it (index) a joint
+# action's completion of that role comes from. Equal pairs mean the same completion.
+Pick = dict[str, tuple[int, int]]
+
+
 class RolloutBuilder:
     """Builds the rollout trees of one training step."""
 
     def __init__(self, engine: Engine, config: TrainConfig, scorer: Scorer,
-                 sandbox: Sandbox | None = None, cancel: threading.Event | None = None) -> None:
+                 sandbox: Sandbox | None = None, cancel: threading.Event | None = None,
+                 concurrency: int | None = None) -> None:
         if config.turns > 1 and sandbox is None:
             raise ValueError("multi-turn training needs a sandbox for public-example feedback")
         self.engine, self.config, self.scorer, self.sandbox = engine, config, scorer, sandbox
-        self.cancel = cancel
+        self.cancel = cancel or threading.Event()
         self.roles = config.roles
+        self.scheme = get_scheme(config.collab_scheme)
         self.params = SamplingParams(max_new_tokens=config.max_new_tokens,
                                      temperature=config.temperature, top_p=config.top_p)
-        # Used for its prompts and extraction only: the same as solve/bench use.
-        self.collab = Collaboration(engine, scheme=config.collab_scheme, params=self.params,
-                                    helper_adapter="helper", main_adapter="main")
+        self.book = PromptBook(engine)
+        self.scheduler = Scheduler(engine, sandbox, concurrency=concurrency, cancel=self.cancel,
+                                   feedback_timeout=config.timeout)
+
+    # -- which completions make which joint actions -----------------------------------------
+
+    def _picks(self, first_turn: bool) -> list[Pick]:
+        """The joint actions of a node, as the (slot, index) of each role's completion."""
+        g, cross = self.config.group_size, self.config.joint == "cross"
+        if first_turn and self.scheme.name == "sequential":
+            # mains see helper i's code: their seed stream is helper i's (slot i)
+            if cross:
+                return [{"helper": (0, i), "main": (i, j)} for i in range(g) for j in range(g)]
+            return [{"helper": (0, i), "main": (i, 0)} for i in range(g)]
+        members = cross_members(self.roles, g) if cross else aligned_members(self.roles, g)
+        return [{r: (0, i) for r, i in m.items()} for m in members]
+
+    def _group(self, role: str, slot: int) -> int:
+        """Siblings (one baseline) are the completions sampled from the same prompt."""
+        cross_main = self.config.joint == "cross" and self.scheme.name == "sequential"
+        return slot if role == "main" and cross_main else 0
+
+    def _spec(self, op: _Open, pick: Pick, step: int) -> SampleSpec:
+        cfg, node = self.config, op.node
+
+        def seeds(role: str, turn: int) -> tuple[int, int]:
+            slot, index = pick[role]
+            # A seed per (step, problem, role, node, slot): a resumed run regenerates the same
+            # samples, and no two seed streams share random numbers.
+            return sample_seed(cfg.seed, "train", step, op.problem.task_id, role, node.turn,
+                               node.path, slot), index
+
+        state = None
+        if op.parent is not None and op.parent_samples is not None:
+            parents = op.parent_samples
+            attempt = Attempt(op.problem.task_id, 0, self.scheme.name, feedback=op.parent.feedback)
+            attempt.helper_code = parents["helper"].code if "helper" in parents else ""
+            attempt.main_code = parents["main" if "main" in parents else "single"].code
+            state = SampleState(op.problem, 0, self.book, attempt,
+                                first_prompts={r: s.first_prompt for r, s in parents.items()})
+        return SampleSpec(op.problem, 0, self.scheme, self.params, seeds, ADAPTER_OF_ROLE,
+                          turns=node.turn, first_turn=node.turn, state=state, key=(op, pick))
 
     # -- generation -------------------------------------------------------------------------
 
-    def _generate(self, asks: list[_Ask], step: int, stats: RolloutStats) -> list[list[Sample]]:
-        """One engine call for all asks; the samples of each ask, in order."""
-        requests = []
-        for a in asks:
-            # A seed per (step, problem, role, node, slot): a resumed run regenerates the same
-            # samples, and no two asks share random numbers.
-            seed = sample_seed(self.config.seed, "train", step, a.open.problem.task_id, a.role,
-                               a.open.node.turn, a.open.node.path, a.slot)
-            requests.append(GenerationRequest(
-                prompt=a.prompt.text,
-                params=self.params.with_(n=a.n, stop=a.prompt.stop, seed=seed),
-                adapter=ADAPTER_OF_ROLE[a.role],
-            ))
+    def _generate(self, opens: list[_Open], step: int, stats: RolloutStats) -> None:
+        """Every node's joint actions through the scheduler, at once; fills samples and actions."""
+        picks = self._picks(first_turn=opens[0].node.turn == 1) if opens else []
+        specs = [self._spec(op, pick, step) for op in opens for pick in picks]
+        done: dict[int, list[tuple[Pick, SampleState]]] = {id(op): [] for op in opens}
+
+        def on_done(state: SampleState, _verdict: Verdict | None) -> None:
+            op, pick = state.key
+            done[id(op)].append((pick, state))
+
         started = time.time()
-        results = self.engine.generate(requests, cancel=self.cancel)
+        self.scheduler.run(specs, on_done)
         stats.gen_seconds += time.time() - started
-        out = []
-        for a, completions in zip(asks, results):
-            prompt_ids = self.engine.encode(a.prompt.text)  # type: ignore[attr-defined]
-            first = a.lineage.first_prompt if a.lineage is not None else a.prompt
-            how = _CollabAsk(0, a.role, a.prompt, None, a.open.node.turn)
-            samples = []
-            for c in completions:
-                samples.append(Sample(role=a.role, group=0, prompt_ids=prompt_ids,
-                                      completion_ids=list(c.token_ids), text=c.text,
-                                      code=self.collab._extract(a.open.problem, how, c.text),
-                                      finish_reason=c.finish_reason, first_prompt=first))
-                stats.gen_tokens += len(c.token_ids)
-                stats.samples += 1
-                stats.finish[c.finish_reason] = stats.finish.get(c.finish_reason, 0) + 1
-            out.append(samples)
-        return out
-
-    def _first_turn(self, opens: list[_Open], step: int, stats: RolloutStats) -> None:
-        g, cfg = self.config.group_size, self.config
-        if cfg.collab_scheme == "single":
-            asks = [_Ask(op, "single", self.collab._first_prompts(op.problem, "single", None), g)
-                    for op in opens]
-            for op, samples in zip(opens, self._generate(asks, step, stats)):
-                op.node.samples = {"single": samples}
-                op.node.actions = [JointAction({"single": j}) for j in range(g)]
+        if self.cancel.is_set():
             return
-        helper_asks = [_Ask(op, "helper", self.collab._first_prompts(op.problem, "helper", None), g)
-                       for op in opens]
-        if cfg.collab_scheme == "parallel":
-            main_asks = [_Ask(op, "main", self.collab._first_prompts(op.problem, "main", None), g)
-                         for op in opens]
-            both = self._generate(helper_asks + main_asks, step, stats)
-            for op, helpers, parallel_mains in zip(opens, both[:len(opens)], both[len(opens):]):
-                op.node.samples = {"helper": helpers, "main": parallel_mains}
-                op.node.actions = [JointAction(m) for m in self._pairs(g)]
-            return
-        # sequential: mains see the helper's code
-        for op, helpers in zip(opens, self._generate(helper_asks, step, stats)):
-            op.node.samples = {"helper": helpers}
-        main_asks = []
         for op in opens:
-            for i, h in enumerate(op.node.samples["helper"]):
-                prompt = self.collab._first_prompts(op.problem, "main", h.code)
-                main_asks.append(_Ask(op, "main", prompt, g if cfg.joint == "cross" else 1, slot=i))
-        got = iter(self._generate(main_asks, step, stats))
-        for op in opens:
-            mains: list[Sample] = []
-            for i in range(g):
-                for s in next(got):
-                    # cross: the G mains that saw helper i are siblings; aligned: all G are
-                    s.group = i if cfg.joint == "cross" else 0
-                    mains.append(s)
-            op.node.samples["main"] = mains
-            if cfg.joint == "cross":
-                op.node.actions = [JointAction({"helper": i, "main": i * g + j})
-                                   for i in range(g) for j in range(g)]
-            else:
-                op.node.actions = [JointAction({"helper": j, "main": j}) for j in range(g)]
+            by_pick = {tuple(sorted(p.items())): st for p, st in done[id(op)]}
+            ordered = [(p, by_pick[tuple(sorted(p.items()))]) for p in picks]
+            self._fill(op, ordered, stats)
 
-    def _pairs(self, g: int) -> list[dict[str, int]]:
-        if self.config.joint == "cross":
-            return cross_members(self.roles, g)
-        return aligned_members(self.roles, g)
-
-    def _revision_turn(self, opens: list[_Open], step: int, stats: RolloutStats) -> None:
-        """Children: every agent revises its code in the parent joint action, G times."""
-        g = self.config.group_size
-        asks = []
-        for op in opens:
-            assert op.parent is not None and op.parent_samples is not None
+    def _fill(self, op: _Open, ordered: list[tuple[Pick, SampleState]], stats: RolloutStats) -> None:
+        samples: dict[str, list[Sample]] = {r: [] for r in self.roles}
+        index_of: dict[tuple[str, tuple[int, int]], int] = {}
+        op.node.actions = []
+        for pick, state in ordered:
+            members = {}
+            outputs = {ask.role: (ask, out) for ask, out in state.asked}
             for role in self.roles:
-                own = op.parent_samples[role]
-                peer = None
-                if role != "single":
-                    other = "main" if role == "helper" else "helper"
-                    peer = op.parent_samples[other].code
-                prompt = self.collab._revision_prompt(op.problem, role, own.first_prompt,
-                                                      own.code, peer, op.parent.feedback)
-                asks.append(_Ask(op, role, prompt, g, lineage=own))
-        got = iter(self._generate(asks, step, stats))
-        for op in opens:
-            op.node.samples = {role: next(got) for role in self.roles}
-            op.node.actions = [JointAction(m) for m in self._pairs(g)]
+                key = (role, pick[role])
+                if key not in index_of:
+                    ask, out = outputs[role]
+                    first = ask.prompt if ask.first else state.first_prompts[role]
+                    index_of[key] = len(samples[role])
+                    samples[role].append(Sample(
+                        role=role, group=self._group(role, pick[role][0]),
+                        prompt_ids=self.engine.encode(ask.prompt.text),  # type: ignore[attr-defined]
+                        completion_ids=list(out.token_ids), text=out.raw, code=out.code,
+                        finish_reason=out.finish_reason, first_prompt=first))
+                    stats.gen_tokens += len(out.token_ids)
+                    stats.samples += 1
+                    stats.finish[out.finish_reason] = stats.finish.get(out.finish_reason, 0) + 1
+                members[role] = index_of[key]
+            op.node.actions.append(JointAction(members))
+        op.node.samples = samples
 
     # -- scoring and feedback ---------------------------------------------------------------
 
@@ -284,11 +264,8 @@ class RolloutBuilder:
         for turn in range(1, self.config.turns + 1):
             if not opens:
                 break
-            if turn == 1:
-                self._first_turn(opens, step, stats)
-            else:
-                self._revision_turn(opens, step, stats)
-            if self.cancel is not None and self.cancel.is_set():
+            self._generate(opens, step, stats)
+            if self.cancel.is_set():
                 break  # cancelled completions are cut short: never score or train on them
             self._score(opens, stats)
             if turn < self.config.turns:

@@ -1,4 +1,4 @@
-"""Collaboration schemes with a scripted engine: who sees what, in which order, and the program."""
+"""The schemes with a scripted engine: who sees what, after which answer, and the program."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.collab import SCHEMES, Collaboration, main_calls_helper, sample_seed
-from coopcode.engines import SamplingParams, ScriptedEngine
+from coopcode.attempts import main_calls_helper, sample_seed
+from coopcode.engines import GenerationRequest, SamplingParams, ScriptedEngine
 from coopcode.errors import UserError
 from coopcode.problems import load_problem_file
+from coopcode.scheduler import Scheduler, sample_specs
+from coopcode.schemes import SCHEMES, get_scheme
 
 PROBLEM = load_problem_file(Path(__file__).resolve().parent.parent / "examples" / "below_zero.py")
 
@@ -32,19 +34,34 @@ def script(prompt: str, adapter: str | None, index: int) -> str:
     return _continue(prompt, MAIN_CODE + f"\nprint(below_zero([1, -2]))  # sample {index}\n```")
 
 
-def run(scheme: str, n: int = 2, **kw: object) -> tuple[ScriptedEngine, list]:
-    engine = ScriptedEngine(script)
-    collab = Collaboration(engine, scheme=scheme, params=SamplingParams(temperature=0.8, seed=3), **kw)
-    return engine, collab.run(PROBLEM, list(range(n)))
+def run(scheme: str, n: int = 2, engine: ScriptedEngine | None = None, **kw: object) -> tuple[ScriptedEngine, list]:
+    engine = engine or ScriptedEngine(script)
+    done: dict[int, object] = {}
+    specs = sample_specs(PROBLEM, get_scheme(scheme), range(n), SamplingParams(temperature=0.8, seed=3))
+    Scheduler(engine, **kw).run(specs, lambda state, _v: done.__setitem__(state.sample, state.attempt))  # type: ignore[arg-type]
+    return engine, [done[i] for i in range(n)]
 
 
-def test_sequential_main_sees_the_helper_code() -> None:
-    engine, attempts = run("sequential")
-    assert len(engine.calls) == 2  # helper round, then main round
-    helper_reqs, main_reqs = engine.calls
-    assert all("You are the helper" in r.prompt for r in helper_reqs)
-    assert all("def aux(ops)" in r.prompt and "already written this helper" in r.prompt
-               for r in main_reqs)
+def requests(engine: ScriptedEngine) -> list[GenerationRequest]:
+    """Every request the engine got, in order."""
+    return [r for call in engine.calls for r in call]
+
+
+def is_helper(r: GenerationRequest) -> bool:
+    return "You are the helper" in r.prompt
+
+
+def test_sequential_main_sees_the_helper_code_after_the_helper_answered() -> None:
+    engine, attempts = run("sequential", n=3)
+    reqs = requests(engine)
+    assert sum(map(is_helper, reqs)) == 3 and len(reqs) == 6
+    for r in reqs:
+        if not is_helper(r):
+            assert "def aux(ops)" in r.prompt and "already written this helper" in r.prompt
+    for i in range(3):  # each sample's main turn comes after its helper's
+        seed = {role: sample_seed(3, PROBLEM.task_id, "sequential", role, 1, i) for role in ("helper", "main")}
+        order = [r.params.seed for r in reqs]
+        assert order.index(seed["helper"]) < order.index(seed["main"])
     for a in attempts:
         assert a.helper_code == HELPER_CODE
         assert a.main_code == MAIN_CODE  # the stray print is gone
@@ -57,45 +74,49 @@ def test_sequential_main_sees_the_helper_code() -> None:
 
 def test_parallel_agents_work_at_once_without_seeing_each_other() -> None:
     engine, attempts = run("parallel")
-    assert len(engine.calls) == 1 and len(engine.calls[0]) == 4  # 2 helpers + 2 mains together
-    mains = [r for r in engine.calls[0] if "You are the helper" not in r.prompt]
+    reqs = requests(engine)
+    assert len(reqs) == 4
+    mains = [r for r in reqs if not is_helper(r)]
     assert all("cannot see it" in r.prompt and "def aux(ops)" not in r.prompt for r in mains)
     assert all(a.program and a.program.syntax_ok for a in attempts)
 
 
 def test_concat_glues_two_independent_agents() -> None:
     engine, _ = run("concat")
-    mains = [r for r in engine.calls[0] if "You are the helper" not in r.prompt]
+    mains = [r for r in requests(engine) if not is_helper(r)]
     assert mains and all("teammate" not in r.prompt for r in mains)
 
 
 def test_single_has_no_helper() -> None:
     engine, attempts = run("single")
-    assert len(engine.calls) == 1
-    assert not any("helper" in r.prompt.lower() for r in engine.calls[0])
+    assert not any("helper" in r.prompt.lower() for r in requests(engine))
     assert all(a.helper_code == "" and [o.role for o in a.outputs] == ["single"] for a in attempts)
 
 
 def test_discussion_shows_each_agent_the_others_first_answer() -> None:
     engine, attempts = run("discussion", n=1)
-    assert len(engine.calls) == 2
-    second = engine.calls[1]
-    helper_rev = next(r for r in second if "Revise your helper" in r.prompt)
-    main_rev = next(r for r in second if "Revise your function" in r.prompt)
+    reqs = requests(engine)
+    helper_rev = next(r for r in reqs if "Revise your helper" in r.prompt)
+    main_rev = next(r for r in reqs if "Revise your function" in r.prompt)
     assert "def below_zero" in helper_rev.prompt  # the helper sees main's code
     assert "def aux" in main_rev.prompt  # and main sees the helper's
+    assert reqs.index(helper_rev) >= 2 and reqs.index(main_rev) >= 2  # after the first round
     assert [o.role for o in attempts[0].outputs] == ["helper", "main", "helper", "main"]
 
 
 def test_each_sample_has_its_own_stable_seed() -> None:
-    engine, _ = run("sequential", n=3)
-    seeds = [r.params.seed for r in engine.calls[0]]
-    assert len(set(seeds)) == 3
-    assert seeds[1] == sample_seed(3, PROBLEM.task_id, "sequential", "helper", 1, 1)
-    # Asking for sample 1 alone gives it the same seed as in the batch of three.
+    engine, attempts = run("sequential", n=3)
+    seeds = [r.params.seed for r in requests(engine) if is_helper(r)]
+    assert sorted(seeds) == sorted(sample_seed(3, PROBLEM.task_id, "sequential", "helper", 1, i)
+                                   for i in range(3))
+    assert [o.seed for o in attempts[1].outputs] == [
+        sample_seed(3, PROBLEM.task_id, "sequential", role, 1, 1) for role in ("helper", "main")]
+    # Asking for sample 1 alone gives it the same seed as among three.
     engine2 = ScriptedEngine(script)
-    Collaboration(engine2, params=SamplingParams(temperature=0.8, seed=3)).run(PROBLEM, [1])
-    assert engine2.calls[0][0].params.seed == seeds[1]
+    done: list = []
+    specs = sample_specs(PROBLEM, get_scheme("sequential"), [1], SamplingParams(temperature=0.8, seed=3))
+    Scheduler(engine2).run(specs, lambda s, _v: done.append(s.attempt))
+    assert [o.seed for o in done[0].outputs] == [o.seed for o in attempts[1].outputs]
 
 
 def test_streamed_deltas_are_labelled_by_role_and_sample() -> None:
@@ -104,12 +125,13 @@ def test_streamed_deltas_are_labelled_by_role_and_sample() -> None:
     tokens: dict[tuple[str, int], int] = {}
     first: dict[tuple[str, int], tuple[str, int]] = {}
 
-    def on_delta(role: str, sample: int, turn: int, text: str, n: int) -> None:
-        got[(role, sample)] = got.get((role, sample), "") + text
-        tokens[(role, sample)] = tokens.get((role, sample), 0) + n
-        first.setdefault((role, sample), (text, n))
+    def on_delta(state: object, role: str, turn: int, text: str, n: int) -> None:
+        key = (role, state.sample)  # type: ignore[attr-defined]
+        got[key] = got.get(key, "") + text
+        tokens[key] = tokens.get(key, 0) + n
+        first.setdefault(key, (text, n))
 
-    attempts = Collaboration(engine).run(PROBLEM, [0, 1], on_delta=on_delta)
+    _, attempts = run("sequential", engine=engine, on_delta=on_delta)
     assert set(got) == {("helper", 0), ("helper", 1), ("main", 0), ("main", 1)}
     # The pre-filled code is streamed as a delta of no sampled tokens; the rest add up to
     # what the engine reports it sampled.
@@ -130,18 +152,16 @@ def test_base_models_get_completion_prompts() -> None:
             return "ops):\n    return [sum(ops[:i + 1]) for i in range(len(ops))]\n\n\ndef other():"
         return "    return any(b < 0 for b in aux(operations))\n\nprint(1)"
 
-    engine = ScriptedEngine(body, instruct=False)
-    (a,) = Collaboration(engine).run(PROBLEM, [0])
-    assert engine.calls[1][0].prompt.endswith('"""\n')  # main continues after the docstring
+    engine, (a,) = run("sequential", n=1, engine=ScriptedEngine(body, instruct=False))
+    main = next(r for r in requests(engine) if not r.prompt.startswith("# The task below"))
+    assert main.prompt.endswith('"""\n')  # main continues after the docstring
     assert a.helper_code.startswith("def aux(ops):")
     assert a.main_code.startswith("def below_zero(operations: List[int]) -> bool:")
     assert "return any(b < 0" in a.main_code and "print" not in a.main_code
     assert a.program is not None and a.program.syntax_ok
 
 
-def test_unknown_scheme_and_turns() -> None:
-    with pytest.raises(UserError, match="unknown scheme"):
-        Collaboration(ScriptedEngine({}), scheme="quartet")
-    with pytest.raises(UserError, match="at least 1"):
-        Collaboration(ScriptedEngine({}), turns=0)
-    assert "sequential" in SCHEMES
+def test_unknown_scheme() -> None:
+    with pytest.raises(UserError, match="unknown scheme 'quartet'"):
+        get_scheme("quartet")
+    assert SCHEMES == ("single", "sequential", "parallel", "concat", "discussion")

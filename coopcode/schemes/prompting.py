@@ -1,0 +1,72 @@
+"""The prompts an agent is given and the code taken from its answer, for one engine.
+
+Chat (instruct) models get chat prompts whose answer is pre-filled with a code fence and the
+start of the code (`def aux(`, the entry point's signature); base models get HumanEval-style
+completion prompts. The texts themselves live in `coopcode.prompts` (whose source is hashed
+into every result, so results made with other prompts are never mixed).
+"""
+
+from __future__ import annotations
+
+from coopcode import prompts
+from coopcode.code import extract_code, prompt_context
+from coopcode.engines import Engine
+from coopcode.problems import Problem
+
+
+class PromptBook:
+    """Prompt builders and code extraction for one engine (its chat template, or none)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def chat(self, problem: Problem, role: str, user: str,
+             history: list[dict[str, str]] | None = None) -> prompts.Prompt:
+        if role == "helper":
+            return prompts.chat(self.engine.render_chat, user, history,
+                                prefill=prompts.helper_prefill(problem), stop=prompts.helper_stop(problem))
+        return prompts.chat(self.engine.render_chat, user, history,
+                            prefill=prompts.entry_signature(problem))
+
+    def first(self, problem: Problem, role: str, helper_code: str | None = None, *,
+              knows_helper: bool = False) -> prompts.Prompt:
+        """An agent's first prompt: `helper`, `single`, or `main` (shown `helper_code`, or told
+        that a helper is coming when `knows_helper`)."""
+        if not self.engine.instruct:
+            if role == "helper":
+                return prompts.completion_helper(problem)
+            return prompts.completion_main(problem, helper_code)
+        if role == "helper":
+            return self.chat(problem, role, prompts.helper_message(problem))
+        if role == "single":
+            return self.chat(problem, role, prompts.single_message(problem))
+        return self.chat(problem, role, prompts.main_message(problem, helper_code,
+                                                             knows_helper=knows_helper))
+
+    def revision(self, problem: Problem, role: str, first: prompts.Prompt, own: str,
+                 peer: str | None, feedback: str) -> prompts.Prompt:
+        """The conversation so far (first prompt, own answer) and a request to revise."""
+        if not self.engine.instruct:
+            return first  # base models get no conversation: they resample from the start
+        history = list(first.messages[1:]) + [
+            {"role": "assistant", "content": f"```python\n{own.rstrip()}\n```"}
+        ]
+        return self.chat(problem, role, prompts.revision_message(role, own, feedback, peer), history)
+
+    def extract(self, problem: Problem, role: str, prompt: prompts.Prompt, text: str) -> str:
+        """The code of an answer (the pre-filled part included)."""
+        code = extract_code(text, prefix=prompt.prefix)
+        if prompt.prefix and role != "helper":
+            # Completion mode continued the whole prompt: keep only what the model added.
+            context = prompt_context(problem.prompt, problem.entry_point)
+            code = drop_blocks(code, context)
+        return code
+
+
+def drop_blocks(code: str, context: str) -> str:
+    """Remove top-level blocks of `code` that appear verbatim in `context`."""
+    if not context.strip():
+        return code
+    blocks = code.split("\n\n\n")
+    kept = [b for b in blocks if b.strip() and b.strip() not in context]
+    return "\n\n\n".join(b.strip("\n") for b in kept) + "\n" if kept else code

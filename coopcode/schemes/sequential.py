@@ -1,0 +1,15 @@
+"""`sequential` (the default, the seed paper's architecture): the helper writes `aux`; then the
+main agent sees the helper's code and writes the entry point, free to call it."""
+
+from __future__ import annotations
+
+from coopcode.schemes.base import SampleState, Scheme, Steps
+
+
+class Sequential(Scheme):
+    name = "sequential"
+    roles = ("helper", "main")
+
+    def first_turn(self, s: SampleState) -> Steps:
+        yield [s.ask_first("helper")]
+        yield [s.ask_first("main", s.attempt.helper_code)]

@@ -1,0 +1,14 @@
+"""`single`: one agent writes the function (the main adapter, if any, is that agent)."""
+
+from __future__ import annotations
+
+from coopcode.schemes.base import SampleState, Scheme, Steps
+
+
+class Single(Scheme):
+    name = "single"
+    roles = ("single",)
+    revising_roles = ("single",)
+
+    def first_turn(self, s: SampleState) -> Steps:
+        yield [s.ask_first("single")]
