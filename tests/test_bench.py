@@ -159,3 +159,33 @@ def test_sigkill_at_any_point_then_rerun_gives_the_same_samples(
         assert _keys_and_code(killed) == _keys_and_code(reference)
     else:
         assert _keys_and_code(killed).keys() == _keys_and_code(reference).keys()
+
+
+@pytest.mark.slow
+def test_sigkill_with_30_samples_in_flight_then_rerun(tmp_path: Path, tiny_model_dir: Path,
+                                                     cli_env: dict[str, str]) -> None:
+    """36 samples (3 problems x 12) all in flight at once, killed after the first is written:
+    the rerun ends with the uninterrupted run's samples and summary, none lost or doubled."""
+    extra = ("--n", "12", "--k", "1,12", "--concurrency", "36", "--deterministic")
+    reference = tmp_path / "reference"
+    subprocess.run(_bench_cmd(tiny_model_dir, reference, *extra), env=cli_env, check=True,
+                   capture_output=True, timeout=600)
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen(_bench_cmd(tiny_model_dir, killed, *extra), env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if json.loads(line)["type"] == "verdict":
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = len((killed / "samples.jsonl").read_text().splitlines())
+    assert 1 <= before <= 6  # most of the 36 were still generating
+    done = subprocess.run(_bench_cmd(tiny_model_dir, killed, *extra), env=cli_env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = (killed / "samples.jsonl").read_text().splitlines()
+    assert len(lines) == len(set(lines)) == 36
+    assert _keys_and_code(killed) == _keys_and_code(reference)
+    rows = [json.loads((out / "summary.json").read_text())["rows"] for out in (killed, reference)]
+    assert rows[0] == rows[1]
