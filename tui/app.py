@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,11 @@ class CoopApp(App[None]):
         self.autoload = autoload
         self.theme = THEMES.get(theme, theme)
         self.sandbox_state = "opening"
+        self.sandbox_asked = False
         self.agents_error = ""
+        self.loading_spec: AgentsSpec | None = None  # what the load under way is loading
+        self.next_spec: AgentsSpec | None = None  # chosen during that load: it loads next
+        self.queued_run: Callable[[], None] | None = None  # a run asked for before the agents were ready
 
     def on_mount(self) -> None:
         self.switch_mode(self.start_mode)
@@ -79,15 +83,46 @@ class CoopApp(App[None]):
         if self.autoload:
             # After the first frame: loading must never delay or freeze the interface.
             self.call_after_refresh(self.load_agents, self.session.spec)
-            self.call_after_refresh(self._open_sandbox)
+            self.call_after_refresh(self.open_sandbox)
 
     # -- loading ----------------------------------------------------------------------------
 
     def load_agents(self, spec: AgentsSpec) -> None:
+        """Load `spec`'s agents on a worker; asked for during a load, they load right after it."""
+        if self.agents_state == "loading":
+            # One load at a time (they share the engine); the latest choice is the one kept.
+            same = self.loading_spec is not None and spec.same_agents(self.loading_spec)
+            self.next_spec = None if same else spec
+            return
+        self._start_load(spec)
+
+    def _start_load(self, spec: AgentsSpec) -> None:
+        self.loading_spec = spec
         self.agents_state = "loading"
         self.agents_error = ""
         self._update_status()
         self._load_worker(spec)
+
+    def queue_run(self, start: Callable[[], None]) -> bool:
+        """Call `start` once the agents are loaded, loading the session's if nothing is loading.
+
+        One run waits at a time: a later one replaces it. False when one was already waiting.
+        """
+        if self.agents_state != "loading":
+            self.load_agents(self.session.spec)
+        self.open_sandbox()  # the run's tests need it
+        first = self.queued_run is None
+        self.queued_run = start
+        self._update_status()
+        return first
+
+    def cancel_queued_run(self) -> bool:
+        """Forget the run waiting for the agents; False when there was none."""
+        if self.queued_run is None:
+            return False
+        self.queued_run = None
+        self._update_status()
+        return True
 
     @work(thread=True, exclusive=True, group="load")
     def _load_worker(self, spec: AgentsSpec) -> None:
@@ -106,12 +141,30 @@ class CoopApp(App[None]):
         self.load_message = message
 
     def _loaded(self, error: str) -> None:
+        if self.next_spec is not None:
+            # Other agents were chosen during this load: those are the ones the user wants.
+            if error:
+                self.notify(error, severity="error", title="loading the agents", timeout=10)
+            spec, self.next_spec = self.next_spec, None
+            self._start_load(spec)
+            return
+        self.loading_spec = None
         self.agents_error = error
         self.agents_state = "error" if error else "ready"
         self.load_message = f"error: {error}" if error else "agents ready"
+        start, self.queued_run = self.queued_run, None
         if error:
-            self.notify(error, severity="error", title="loading the agents", timeout=10)
+            dropped = "\nThe queued run was dropped." if start else ""
+            self.notify(error + dropped, severity="error", title="loading the agents", timeout=10)
         self._update_status()
+        if start is not None and not error:
+            start()
+
+    def open_sandbox(self) -> None:
+        """Open the sandbox on a worker, once."""
+        if not self.sandbox_asked:
+            self.sandbox_asked = True
+            self._open_sandbox()
 
     @work(thread=True, exclusive=True, group="sandbox-open")
     def _open_sandbox(self) -> None:
@@ -137,7 +190,8 @@ class CoopApp(App[None]):
                                            agents.main_adapter or ("", "")) if role]
             who = model.rstrip("/").split("/")[-1] + (f" + {', '.join(adapters)}" if adapters else "")
         elif self.agents_state == "loading":
-            who = "loading agents…"
+            # Short: the whole line gets 30 columns in an 80-column terminal.
+            who = "run queued · loading agents…" if self.queued_run else "loading agents…"
         elif self.agents_state == "error":
             who = "agents: error (F2)"
         else:

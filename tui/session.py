@@ -32,6 +32,11 @@ class AgentsSpec:
     def with_(self, **changes: Any) -> AgentsSpec:
         return replace(self, **changes)
 
+    def same_agents(self, other: AgentsSpec) -> bool:
+        """Whether loading `other` gives these agents (no model named is the default one)."""
+        return (replace(self, model=self.model or DEFAULT_MODEL)
+                == replace(other, model=other.model or DEFAULT_MODEL))
+
 
 def default_engine_factory(model: str | None, progress: Progress) -> Any:
     from coopcode.engines import load_engine

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -130,8 +131,14 @@ class AgentsScreen(Screen[None]):
 
     @on(Button.Pressed, "#load-button")
     def action_load(self) -> None:
-        if getattr(self.app, "agents_state", "") == "loading":
-            self.notify("Already loading.", severity="warning")
+        app: Any = self.app
+        spec = self.chosen_spec()
+        if app.agents_state == "loading":
+            if app.loading_spec is not None and spec.same_agents(app.loading_spec):
+                self.notify("Already loading these agents.")
+            else:
+                self.notify("Queued: these agents load when the current load ends.")
+            app.load_agents(spec)  # during a load it only notes what loads next
             return
         self.query_one("#load-log", RichLog).clear()
-        self.app.load_agents(self.chosen_spec())  # type: ignore[attr-defined]
+        app.load_agents(spec)

@@ -53,8 +53,9 @@ class CollaborateScreen(Screen[None]):
         Binding("ctrl+s", "save", "Save", id="collab.save", priority=True),
     ]
     ACTION_HELP = {
-        "run": "Run the helper and main agents on the problem, then its tests",
-        "cancel": "Cancel the generation",
+        "run": "Run the helper and main agents on the problem, then its tests "
+               "(while they load: as soon as they are ready)",
+        "cancel": "Cancel the generation, or the run waiting for the agents",
         "sandbox": "Run the (edited) program against the tests in the sandbox",
         "open": "Open a problem.py file",
         "new_prompt": "Type or paste a new problem prompt",
@@ -223,15 +224,33 @@ class CollaborateScreen(Screen[None]):
         if self.generating:
             self.notify("The agents are already writing (Esc cancels).", severity="warning")
             return
-        agents = self.app.session.agents  # type: ignore[attr-defined]
-        if agents is None:
-            self.notify("The agents are not loaded yet (F2 shows progress).", severity="warning")
+        app: Any = self.app
+        agents = app.session.agents
+        ready = agents is not None and app.agents_state != "loading"
+        if not ready and app.agents_state == "error":
+            self.notify(f"The agents did not load ({app.agents_error}): choose others on the "
+                        "Agents screen (F2).", severity="error", title="run")
             return
         problem = self.current_problem()
         if problem is None:
             return
         scheme = str(self.query_one("#scheme", Select).value)
         turns = int(self.query_one("#turns", Select).value)  # type: ignore[arg-type]
+        if ready:
+            self._start_run(problem, agents, scheme, turns)
+            return
+        # The agents are loading (or were never asked to load: queue_run starts that). The
+        # run waits for them with the problem and settings of this key press.
+        first = app.queue_run(lambda: self._start_queued(problem, scheme, turns))
+        self.notify("Run queued: it starts when the agents are loaded (Esc cancels)." if first
+                    else "Run still queued, now with the problem and settings as they are.")
+
+    def _start_queued(self, problem: Problem, scheme: str, turns: int) -> None:
+        self._start_run(problem, self.app.session.agents, scheme, turns)  # type: ignore[attr-defined]
+        where = "" if self.app.screen is self else " (F3 shows it)"
+        self.notify(f"Agents loaded: the queued run started{where}.")
+
+    def _start_run(self, problem: Problem, agents: Any, scheme: str, turns: int) -> None:
         self.run_id += 1
         self.cancel_event = threading.Event()
         self.generating, self.attempt, self.run_problem = True, None, problem
@@ -246,7 +265,9 @@ class CollaborateScreen(Screen[None]):
         self._generate(problem, agents, scheme, turns, self.run_id, self.cancel_event)
 
     def action_cancel(self) -> None:
-        if self.generating and not self.cancel_event.is_set():
+        if self.app.cancel_queued_run():  # type: ignore[attr-defined]
+            self.notify("Queued run cancelled: the agents go on loading.")
+        elif self.generating and not self.cancel_event.is_set():
             self.cancel_event.set()
             self.notify("Cancelling…")
 

@@ -28,15 +28,15 @@ once and shared; each agent gets an adapter (none, or a run from `checkpoints/`)
 
 | key | |
 |---|---|
-| Ctrl+R | load the chosen model and adapters |
+| Ctrl+R | load the chosen model and adapters (during a load: right after it) |
 
 **Collaborate (F3)**: pick a HumanEval problem (type to search), open a `problem.py`, or type
 or paste a prompt in the editor; choose the scheme and turns.
 
 | key | |
 |---|---|
-| Ctrl+R | run the agents (their tokens stream side by side), then the tests |
-| Esc | cancel the generation |
+| Ctrl+R | run the agents (tokens stream side by side), then the tests; queued while they load |
+| Esc | cancel the generation, or the run waiting for the agents |
 | Ctrl+B | run the program (as edited) in the sandbox again |
 | Ctrl+O / Ctrl+N | open a problem file / start a new prompt |
 | F6 / Ctrl+S | copy the program / save it to a file |
