@@ -60,8 +60,8 @@ def _attempt(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def solve_attempts(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
-    from coopcode.collab import SCHEMES
     from coopcode.problems import load_problem_file
+    from coopcode.schemes import SCHEMES
     from coopcode.solve import SolveConfig, solve
 
     problem = load_problem_file(EXAMPLES / "below_zero.py")
@@ -77,8 +77,8 @@ def solve_attempts(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
 
 def bench_records(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
     from coopcode.bench import BenchConfig, run_bench
-    from coopcode.collab import SCHEMES
     from coopcode.problems import load_problems
+    from coopcode.schemes import SCHEMES
 
     problems = load_problems(str(EXAMPLES))
     out = {}

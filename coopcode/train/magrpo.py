@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from coopcode.collab import main_calls_helper
+from coopcode.attempts import main_calls_helper
 from coopcode.errors import UserError
 from coopcode.problems import Problem
 from coopcode.rewards import RewardFn, magrpo_reward

@@ -25,7 +25,7 @@ from textual.widgets import (
 )
 
 from coopcode import events as ev
-from coopcode.collab import SCHEMES
+from coopcode.schemes import SCHEMES
 from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
 from tui.screens.job_screen import JobScreen, form_value

@@ -30,9 +30,9 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from coopcode import events as ev
-from coopcode.collab import SCHEMES
 from coopcode.errors import UserError
 from coopcode.problems import Problem
+from coopcode.schemes import SCHEMES
 from tui.cooperation import describe_cooperation
 from tui.messages import Cancelled, CoopEvent
 from tui.widgets.agent_pane import AgentPane, style_code
@@ -339,8 +339,9 @@ class CollaborateScreen(Screen[None]):
     @work(thread=True, group="generate")
     def _generate(self, problem: Problem, agents: Any, scheme: str, turns: int, run_id: int,
                   cancel: threading.Event) -> None:
-        from coopcode.collab import Collaboration
         from coopcode.engines import SamplingParams
+        from coopcode.scheduler import Scheduler, sample_specs
+        from coopcode.schemes import SampleState, get_scheme
         from coopcode.solve import SolveConfig
 
         solve = SolveConfig()  # `coopcode solve`'s defaults: greedy, its token budget
@@ -351,26 +352,27 @@ class CollaborateScreen(Screen[None]):
         try:
             session = self.app.session  # type: ignore[attr-defined]
             sandbox = session.wait_sandbox() if turns > 1 else None
-            collab = Collaboration(
-                agents.engine, scheme=scheme,
-                params=SamplingParams(n=1, max_new_tokens=solve.max_new_tokens,
-                                      temperature=solve.temperature),
-                helper_adapter=agents.helper_name, main_adapter=agents.main_name, turns=turns,
-                sandbox=sandbox, feedback_timeout=solve.timeout)
+            params = SamplingParams(n=1, max_new_tokens=solve.max_new_tokens,
+                                    temperature=solve.temperature)
+            specs = sample_specs(problem, get_scheme(scheme), [0], params, turns=turns,
+                                 helper_adapter=agents.helper_name, main_adapter=agents.main_name)
             emit(ev.Started(job="solve", total=1, meta={"task_id": problem.task_id, "scheme": scheme}))
 
-            def on_delta(role: str, sample: int, turn: int, text: str, tokens: int) -> None:
+            def on_delta(state: SampleState, role: str, turn: int, text: str, tokens: int) -> None:
                 # Buffered, not posted: a message per token would keep the event loop busy
                 # redrawing and make keys lag while a fast model streams.
-                delta = ev.TokenDelta(task_id=problem.task_id, agent=role, sample=sample,
+                delta = ev.TokenDelta(task_id=problem.task_id, agent=role, sample=state.sample,
                                       turn=turn, text=text, tokens=tokens)
                 with self._deltas_lock:
                     self._deltas.append((run_id, delta))
 
-            attempt = collab.run(problem, [0], on_delta=on_delta, cancel=cancel)[0]
-            if cancel.is_set():
+            done: list[SampleState] = []
+            Scheduler(agents.engine, sandbox, feedback_timeout=solve.timeout, on_delta=on_delta,
+                      cancel=cancel).run(specs, lambda state, _v: done.append(state))
+            if cancel.is_set() or not done:
                 self.post_message(Cancelled(run_id))
                 return
+            attempt = done[0].attempt
             program = attempt.program.text if attempt.program else ""
             emit(ev.AttemptReady(task_id=problem.task_id, sample=0, scheme=scheme,
                                  helper_code=attempt.helper_code, main_code=attempt.main_code,

@@ -1,0 +1,125 @@
+"""Bench throughput: the scheduler (many problems in flight) vs the ways we ran before.
+
+    .venv/bin/python benchmarks/bench_throughput.py [--part greedy|sampled|both] [--reps 2]
+        [--max-new-tokens 384] [--max-batch 32] [--engine transformers|openai --base-url URL]
+
+Same engine, same problems, same seeds, in one process, the two sides interleaved
+(reference, ours, reference, ours) so a noisy machine hits both alike:
+- greedy: 16 test-split problems, `single`, n=1, temperature 0. Reference: one sample at a
+  time (`--concurrency 1`, which is what every job did before for n=1). Target >= 3x.
+- sampled: 8 problems, `sequential`, n=10, T=0.8. Reference: the previous bench loop, one
+  problem at a time: its 10 helpers together, then its 10 mains, then its 10 programs in the
+  sandbox while the engine waits. Target >= 1.5x.
+For each side: samples/s, and the share of wall time the engine sat idle waiting for the
+sandbox (target under 5% for ours). Both sides execute every program in the sandbox.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from coopcode.engines import Engine, SamplingParams
+from coopcode.problems import Problem, load_humaneval
+from coopcode.scheduler import Scheduler, sample_specs
+from coopcode.schemes import SampleState, get_scheme
+from coopcode.solve import hidden_test_job
+from sandbox import Sandbox, open_sandbox
+
+
+def ours(engine: Engine, sandbox: Sandbox, problems: list[Problem], scheme: str, n: int,
+         params: SamplingParams, concurrency: int | None) -> dict[str, Any]:
+    specs = [s for p in problems for s in sample_specs(p, get_scheme(scheme), range(n), params)]
+    passed: list[bool] = []
+    t0 = time.perf_counter()
+    stats = Scheduler(engine, sandbox, concurrency=concurrency).run(
+        specs, lambda s, v: passed.append(bool(v and v.passed)),
+        final_job=lambda s: hidden_test_job(s.problem, s.attempt, 5.0))
+    wall = time.perf_counter() - t0
+    return {"wall": wall, "samples": len(passed), "passed": sum(passed), "tokens": stats.tokens,
+            "idle_on_sandbox": stats.engine_idle_on_sandbox}
+
+
+def per_problem(engine: Engine, sandbox: Sandbox, problems: list[Problem], scheme: str, n: int,
+                params: SamplingParams) -> dict[str, Any]:
+    """The loop bench ran before: generate one problem's n samples, then run them."""
+    passed: list[bool] = []
+    tokens, idle = 0, 0.0
+    t0 = time.perf_counter()
+    for p in problems:
+        states: list[SampleState] = []
+        specs = sample_specs(p, get_scheme(scheme), range(n), params)
+        tokens += Scheduler(engine, concurrency=n).run(specs, lambda s, _v, _to=states: _to.append(s)).tokens
+        t1 = time.perf_counter()
+        verdicts = sandbox.run_many([hidden_test_job(p, s.attempt, 5.0) for s in states])
+        idle += time.perf_counter() - t1
+        passed += [v.passed for v in verdicts]
+    wall = time.perf_counter() - t0
+    return {"wall": wall, "samples": len(passed), "passed": sum(passed), "tokens": tokens,
+            "idle_on_sandbox": idle}
+
+
+def show(name: str, r: dict[str, Any]) -> str:
+    return (f"{name:<28} {r['samples'] / r['wall']:7.3f} samples/s  {r['tokens'] / r['wall']:6.1f} tok/s"
+            f"  {r['wall']:7.1f} s  passed {r['passed']}/{r['samples']}"
+            f"  engine idle on sandbox {100 * r['idle_on_sandbox'] / r['wall']:4.1f}%")
+
+
+def part(name: str, engine: Engine, sandbox: Sandbox, reps: int, problems: list[Problem],
+         scheme: str, n: int, params: SamplingParams, reference: str) -> None:
+    print(f"\n== {name}: {len(problems)} problems x n={n}, {scheme}, T={params.temperature}, "
+          f"max_new_tokens={params.max_new_tokens}; reference: {reference}")
+    ratios = []
+    for rep in range(reps):
+        if reference == "concurrency 1":
+            ref = ours(engine, sandbox, problems, scheme, n, params, concurrency=1)
+        else:
+            ref = per_problem(engine, sandbox, problems, scheme, n, params)
+        new = ours(engine, sandbox, problems, scheme, n, params, concurrency=None)
+        print(show(f"[{rep + 1}] reference", ref))
+        print(show(f"[{rep + 1}] scheduler", new))
+        ratios.append((new["samples"] / new["wall"]) / (ref["samples"] / ref["wall"]))
+        print(f"[{rep + 1}] ratio samples/s: {ratios[-1]:.2f}x")
+    print(f"{name}: ratio per rep {', '.join(f'{r:.2f}x' for r in ratios)}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part", choices=("greedy", "sampled", "both"), default="both")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--max-new-tokens", type=int, default=384)
+    ap.add_argument("--max-batch", type=int, default=None)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--engine", default="transformers")
+    ap.add_argument("--base-url", action="append", default=None)
+    ap.add_argument("--sandbox", default="auto")
+    args = ap.parse_args()
+
+    from coopcode.engines import load_engine
+
+    kw: dict[str, Any] = {}
+    if args.max_batch:
+        kw["max_batch"] = args.max_batch
+    if args.base_url:
+        kw["base_urls"] = args.base_url
+    engine = load_engine(args.model, args.engine, **kw)
+    test = load_humaneval("test")
+    with open_sandbox(args.sandbox, warn=print) as sb:
+        print(f"engine {engine.name} ({engine.model_name}), max_batch "
+              f"{getattr(engine, 'max_batch', '-')}, concurrency {engine.preferred_concurrency}, "
+              f"sandbox {sb.name}")
+        # Warm-up: the first calls pay for allocations and kernel selection.
+        ours(engine, sb, test[:2], "single", 2, SamplingParams(max_new_tokens=8), None)
+        if args.part in ("greedy", "both"):
+            part("greedy", engine, sb, args.reps, test[:16], "single", 1,
+                 SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.0),
+                 "concurrency 1")
+        if args.part in ("sampled", "both"):
+            part("sampled", engine, sb, args.reps, test[:8], "sequential", 10,
+                 SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.8, seed=0),
+                 "one problem at a time")
+
+
+if __name__ == "__main__":
+    main()
