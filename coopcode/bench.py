@@ -217,6 +217,7 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
         "config": asdict(config),
         "model": engine.model_name,
         "engine": engine.name,
+        "engine_detail": engine.describe(),
         "sandbox": sandbox.name,
         "stop": {"chat": list(prompts.CHAT_STOP), "completion": list(prompts.COMPLETION_STOP)},
         "system_prompt": prompts.SYSTEM,

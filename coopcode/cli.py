@@ -38,8 +38,12 @@ HelperOpt = Annotated[str | None, typer.Option("--helper-adapter", help="LoRA ad
 MainOpt = Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")]
 SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")]
 EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
-EngineOpt = Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (GPU machines, optional extra).")]
+EngineOpt = Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU), vllm (in-process, optional extra) or openai (any OpenAI-compatible server: --base-url).")]
 DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="bfloat16 or float32 \\[default: bfloat16 where the CPU has bf16 instructions].")]
+BaseUrlOpt = Annotated[list[str] | None, typer.Option("--base-url", help="--engine openai: an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; repeat for replicas (least-loaded first).")]
+ApiKeyEnvOpt = Annotated[str | None, typer.Option("--api-key-env", help="--engine openai: the environment variable holding the API key.")]
+HelperModelOpt = Annotated[str | None, typer.Option("--helper-model", help="--engine openai: the served model name the helper uses (e.g. a --lora-modules name).")]
+MainModelOpt = Annotated[str | None, typer.Option("--main-model", help="--engine openai: the served model name the main agent uses.")]
 MaxBatchOpt = Annotated[int | None, typer.Option("--max-batch", help="Rows in one decode step of the embedded engine (bounds its KV memory too) \\[default: 32].")]
 ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Samples generating at once (1: one at a time) \\[default: what fills the engine].")]
 DeterministicOpt = Annotated[bool, typer.Option("--deterministic", help="Generate every sample alone, so a seed gives the same text whatever else is generated (a resumed run regenerates exactly); slower. Embedded engine only.")]
@@ -71,7 +75,9 @@ def _dtype(name: str | None) -> str | None:
 
 
 def _engine_options(engine: str, dtype: str | None, deterministic: bool = False,
-                    max_batch: int | None = None) -> dict[str, Any]:
+                    max_batch: int | None = None, base_url: list[str] | None = None,
+                    api_key_env: str | None = None, helper_model: str | None = None,
+                    main_model: str | None = None) -> dict[str, Any]:
     """The engine keyword arguments the options ask for (checked before anything loads)."""
     from coopcode.inputs import check_at_least
 
@@ -79,6 +85,21 @@ def _engine_options(engine: str, dtype: str | None, deterministic: bool = False,
     for flag, value in (("--deterministic", deterministic), ("--max-batch", max_batch)):
         if value and engine != "transformers":
             raise UserError(f"{flag} is an option of the embedded engine (--engine transformers), not {engine}")
+    served = {"--base-url": base_url, "--api-key-env": api_key_env, "--helper-model": helper_model,
+              "--main-model": main_model}
+    if engine != "openai":
+        given = [flag for flag, value in served.items() if value]
+        if given:
+            raise UserError(f"{given[0]} is an option of --engine openai")
+    else:
+        if not base_url:
+            raise UserError("--engine openai needs --base-url URL (e.g. http://127.0.0.1:8000/v1)")
+        for url in base_url:
+            if not url.startswith(("http://", "https://")):
+                raise UserError(f"--base-url {url!r}: give an http(s) URL such as http://127.0.0.1:8000/v1")
+        kw.pop("dtype")  # the server chose its dtype
+        kw.update(base_urls=base_url, api_key_env=api_key_env, helper_model=helper_model,
+                  main_model=main_model)
     if deterministic:
         kw["deterministic"] = True
     if max_batch is not None:
@@ -114,6 +135,10 @@ def solve(
     engine: EngineOpt = "transformers",
     deterministic: DeterministicOpt = False,
     max_batch: MaxBatchOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key_env: ApiKeyEnvOpt = None,
+    helper_model: HelperModelOpt = None,
+    main_model: MainModelOpt = None,
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
     from coopcode.problems import load_humaneval, load_problem_file
@@ -127,7 +152,8 @@ def solve(
     # Everything a user typed is checked before the model loads: bad input fails in milliseconds.
     config.validate()
     check_runtime_names(sandbox=sandbox, engine=engine)
-    engine_kw = _engine_options(engine, dtype, deterministic, max_batch)
+    engine_kw = _engine_options(engine, dtype, deterministic, max_batch, base_url, api_key_env,
+                                helper_model, main_model)
     if not problem.strip():
         raise UserError("no problem given: pass a problem.py file or a HumanEval task id such as HumanEval/0")
     if problem.startswith("HumanEval/"):
@@ -181,6 +207,10 @@ def bench(
     engine: EngineOpt = "transformers",
     deterministic: DeterministicOpt = False,
     max_batch: MaxBatchOpt = None,
+    base_url: BaseUrlOpt = None,
+    api_key_env: ApiKeyEnvOpt = None,
+    helper_model: HelperModelOpt = None,
+    main_model: MainModelOpt = None,
     concurrency: ConcurrencyOpt = None,
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
@@ -199,7 +229,8 @@ def bench(
                          limit=limit, label=label)
     config.validate()  # before loading anything: bad numbers and k > n fail in milliseconds
     check_runtime_names(sandbox=sandbox, engine=engine)
-    engine_kw = _engine_options(engine, dtype, deterministic, max_batch)
+    engine_kw = _engine_options(engine, dtype, deterministic, max_batch, base_url, api_key_env,
+                                helper_model, main_model)
     if concurrency is not None:
         check_at_least("--concurrency", concurrency)
     probs = load_problems(problems)

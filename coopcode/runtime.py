@@ -52,7 +52,12 @@ def open_agents(
     progress: Callable[[str], None] | None = None,
     **engine_kw: Any,
 ) -> Agents:
-    """Load the base model once and the agents' adapters onto it."""
+    """Load the base model once and the agents' adapters onto it (a server engine serves
+    them by name: `--helper-model` / `--main-model`)."""
+    if engine == "openai" and (helper_adapter or main_adapter):
+        raise UserError("--engine openai serves adapters by name: start the server with "
+                        "--lora-modules helper=FOLDER main=FOLDER and pass --helper-model helper "
+                        "--main-model main")
     helper_path = resolve_adapter_path(helper_adapter, HELPER)
     main_path = resolve_adapter_path(main_adapter, MAIN)
     # Check adapter folders before spending seconds on the model (the base is checked after).
@@ -67,6 +72,10 @@ def open_agents(
     if main_path:
         eng.load_adapter(MAIN, main_path)
         agents.main_adapter = (MAIN, main_path)
+    served = eng.adapters() if engine == "openai" else {}
+    for role in (HELPER, MAIN):
+        if role in served:  # the served model name stands where a folder would
+            setattr(agents, f"{role}_adapter", (role, f"served:{served[role]}"))
     return agents
 
 

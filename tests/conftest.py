@@ -78,3 +78,21 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env.setdefault("COLUMNS", "120")
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """`vllm serve` (the CPU build, .venv-vllm) on 127.0.0.1: the embedded model with the
+    committed pair as LoRA modules `helper` and `main`. Skips, with the reason, where the
+    vLLM environment could not be built."""
+    from vllm_env import VLLMServer, vllm_python_or_skip
+
+    from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
+
+    vllm_python_or_skip()
+    server = VLLMServer(model_dir(CATALOG[DEFAULT_MODEL]), tmp_path_factory.mktemp("vllm") / "serve.log")
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()

@@ -25,7 +25,7 @@ __all__ = [
     "load_engine",
 ]
 
-ENGINES = ("transformers", "vllm")
+ENGINES = ("transformers", "vllm", "openai")
 
 
 def load_engine(model: str | None = None, engine: str = "transformers", **kw: Any) -> Engine:
@@ -40,4 +40,8 @@ def load_engine(model: str | None = None, engine: str = "transformers", **kw: An
         from coopcode.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(model, **kw)
+    if engine == "openai":
+        from coopcode.engines.openai_engine import OpenAIEngine
+
+        return OpenAIEngine(model, **kw)
     raise UserError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")

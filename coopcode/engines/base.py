@@ -163,6 +163,10 @@ class Engine(ABC):
     def count_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)
 
+    def describe(self) -> dict[str, object]:
+        """Settings that shape the samples, for the results' meta.json."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Release the model (engines may hold GBs)."""
 

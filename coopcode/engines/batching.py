@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from coopcode.engines.base import Completion, Submission, derive_seed
+from coopcode.engines.stops import find_stop, safe_length, stop_search_start
 
 TOP_K_PREFILTER = 256  # nucleus sampling looks here first; falls back to a full sort if short
 BASE = "__base__"  # PEFT's name for "no adapter" in a mixed-adapter batch
@@ -92,22 +93,11 @@ class Row:
         return self.done
 
     def _stop_at(self, text: str) -> int | None:
-        # Only the tail can hold a new stop string: search from just before the last emission.
-        start = max(0, self.emitted - max((len(s) for s in self.stops), default=0))
-        hits = [p for s in self.stops if (p := text.find(s, start)) >= 0]
-        return min(hits) if hits else None
+        return find_stop(text, self.stops, stop_search_start(self.emitted, self.stops))
 
     def _emit(self, final: bool) -> None:
         text = self.text
-        safe = len(text)
-        if not final:
-            if text.endswith("\ufffd"):  # an incomplete multi-byte character
-                safe = len(text.rstrip("\ufffd"))
-            for s in self.stops:
-                for k in range(min(len(s) - 1, safe), 0, -1):
-                    if text.endswith(s[:k], 0, safe):
-                        safe -= k
-                        break
+        safe = len(text) if final else safe_length(text, self.stops)
         tokens = len(self.ids) - self.counted
         if safe > self.emitted or (final and tokens > 0):
             delta = text[self.emitted:safe]

