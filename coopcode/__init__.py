@@ -1,6 +1,18 @@
-"""coopcode: run, evaluate and train cooperating code LLMs."""
+"""coopcode: run, evaluate and train cooperating code LLMs.
+
+The public Python API, imported lazily (torch loads with the first engine, not here):
+
+    from coopcode import load_engine, load_problems, open_sandbox, BenchConfig, run_bench
+    engine = load_engine()                            # the embedded 0.5B model
+    problems = load_problems("humaneval:test")
+    with open_sandbox() as sandbox:
+        summary = run_bench(BenchConfig(schemes=("single", "sequential"), n=5, ks=(1, 5)),
+                            problems, engine, sandbox, Path("runs/py"))
+"""
 
 import os as _os
+from importlib import import_module as _import_module
+from typing import Any as _Any
 
 # Torch's OpenMP threads spin while they wait for each other. On a machine where other work
 # takes a core away (a training run beside a bench, CI neighbours), a spinning 2-thread
@@ -9,3 +21,39 @@ import os as _os
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    # engines
+    "Engine": "coopcode.engines", "GenerationRequest": "coopcode.engines",
+    "SamplingParams": "coopcode.engines", "ScriptedEngine": "coopcode.engines",
+    "load_engine": "coopcode.engines", "open_agents": "coopcode.runtime",
+    # problems
+    "Problem": "coopcode.problems", "load_problems": "coopcode.problems",
+    "load_humaneval": "coopcode.problems", "load_problem_file": "coopcode.problems",
+    # the sandbox
+    "open_sandbox": "sandbox", "Job": "sandbox", "Verdict": "sandbox",
+    # schemes and the scheduler
+    "SCHEMES": "coopcode.schemes", "Scheme": "coopcode.schemes", "get_scheme": "coopcode.schemes",
+    "Scheduler": "coopcode.scheduler", "SampleSpec": "coopcode.scheduler",
+    "sample_specs": "coopcode.scheduler", "Attempt": "coopcode.attempts",
+    # jobs
+    "solve": "coopcode.solve", "SolveConfig": "coopcode.solve", "SolveResult": "coopcode.solve",
+    "run_bench": "coopcode.bench", "BenchConfig": "coopcode.bench", "BenchSummary": "coopcode.bench",
+    "pass_at_k": "coopcode.metrics",
+    "train": "coopcode.train", "TrainConfig": "coopcode.train",
+    # events
+    "Event": "coopcode.events", "JsonlWriter": "coopcode.events", "parse_event": "coopcode.events",
+    "UserError": "coopcode.errors",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> _Any:
+    if name in _LAZY:
+        return getattr(_import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'coopcode' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return [*globals(), *__all__]
