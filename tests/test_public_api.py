@@ -1,0 +1,40 @@
+"""The public Python API: every exported name resolves, importing it loads no torch, and the
+README's "From Python" script runs as written (on the tiny model, a smaller budget)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_every_exported_name_resolves_and_import_stays_light() -> None:
+    code = ("import sys, coopcode\n"
+            "assert 'torch' not in sys.modules\n"
+            "missing = [n for n in coopcode.__all__ if getattr(coopcode, n, None) is None]\n"
+            "print(len(coopcode.__all__), missing)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    count, missing = done.stdout.split(" ", 1)
+    assert int(count) >= 30 and missing.strip() == "[]"
+
+
+def test_the_readme_script_benches_two_schemes(tmp_path: Path, tiny_model_dir: Path) -> None:
+    readme = (REPO / "README.md").read_text()
+    script = re.search(r"## From Python.*?```python\n(.*?)```", readme, re.S)
+    assert script is not None, "README has no From Python script"
+    code = script.group(1)
+    for old, new in (("load_engine()", f"load_engine({str(tiny_model_dir)!r}, dtype='float32')"),
+                     ("max_new_tokens=256", "max_new_tokens=12"),
+                     ("open_sandbox()", "open_sandbox('process')")):
+        assert old in code
+        code = code.replace(old, new)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["single", "sequential"]
+    assert (tmp_path / "runs" / "from-python" / "summary.json").exists()
