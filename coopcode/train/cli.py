@@ -70,7 +70,7 @@ def train(
     main_adapter: Annotated[str | None, _opt("main_adapter", "--main-adapter")] = None,
     steps: Annotated[int | None, _opt("steps", "--steps")] = None,
     epochs: Annotated[int, _opt("epochs", "--epochs")] = _D.epochs,
-    problems_per_step: Annotated[int, _opt("problems_per_step", "--problems-per-step")] = _D.problems_per_step,
+    problems_per_step: Annotated[int, _opt("problems_per_step", "--problems-per-step", "--rollout-batch")] = _D.problems_per_step,
     save_every: Annotated[int, _opt("save_every", "--save-every")] = _D.save_every,
     keep: Annotated[int, _opt("keep", "--keep")] = _D.keep_checkpoints,
     seed: Annotated[int, _opt("seed", "--seed")] = _D.seed,

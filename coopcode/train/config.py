@@ -79,7 +79,7 @@ class TrainConfig:
     # -- schedule --------------------------------------------------------------------------
     steps: int | None = _f(None, "Optimizer steps (None: `epochs` passes over the problems).")
     epochs: int = _f(1, "Passes over the problems when `steps` is not given.")
-    problems_per_step: int = _f(1, "Problems per optimizer step.")
+    problems_per_step: int = _f(1, "Problems per optimizer step (--rollout-batch): all of their samples are in flight at once.")
     save_every: int = _f(10, "Save a checkpoint every N steps (and always at the end).")
     keep_checkpoints: int = _f(1, "Resumable states to keep in trainer_state/ (newest first).")
     seed: int = _f(0, "Seed for data order and sampling.")
