@@ -101,6 +101,7 @@ class TransformersEngine(Engine):
         # replaced at once while other samples wait on the sandbox or on their other agent.
         self.preferred_concurrency = 2 * self.max_batch
         self._batcher: ContinuousBatcher | None = None
+        self._batcher_lock = threading.Lock()
         say(f"loading {resolved.name} ({str(self.dtype).replace('torch.', '')}, {self.device}) ...")
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(resolved.path)
@@ -262,10 +263,13 @@ class TransformersEngine(Engine):
     def submit_all(self, requests: Sequence[tuple[GenerationRequest, SampleDelta | None]]
                    ) -> list[Submission]:
         subs = [Submission(r, d) for r, d in requests]
-        with self._lock:
+        # Not the engine lock: the decode loop holds that for a whole step, and a scheduler
+        # submitting many small requests must not wait a step for each.
+        with self._batcher_lock:
             if self._batcher is None:
                 self._batcher = self._start_batcher()
-        self._batcher.submit(subs)
+            batcher = self._batcher
+        batcher.submit(subs)
         return subs
 
     def _start_batcher(self) -> ContinuousBatcher:
@@ -306,9 +310,10 @@ class TransformersEngine(Engine):
         return self._batcher.steps if self._batcher is not None else 0
 
     def close(self) -> None:
-        if self._batcher is not None:
-            self._batcher.close()
-            self._batcher = None
+        with self._batcher_lock:
+            batcher, self._batcher = self._batcher, None
+        if batcher is not None:
+            batcher.close()
         self.peft = None
         self.base = None  # type: ignore[assignment]
 

@@ -1,0 +1,65 @@
+"""Our decode loop vs the model's bare forward, by batch size: where the physical limit is.
+
+    .venv/bin/python benchmarks/decode_batch.py [--batches 1,8,16,32,64] [--steps 48]
+
+For each batch size B, in one process, interleaved:
+- reference (the ceiling): B rows of one HumanEval prompt prefilled once, then `--steps`
+  bare decode forwards of the model over its KV cache (no sampling, no stop checks, no text);
+- ours: the engine sampling B samples of the same prompt (T=0.8, no stop strings) for the
+  same number of tokens: prefill, per-row sampling, stop checks, streaming text.
+Prints tokens/s for each and ours/reference: how much of the hardware's decode rate the
+engine delivers at that batch size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", default="1,8,16,32,64")
+    ap.add_argument("--steps", type=int, default=48)
+    ap.add_argument("--model", default=None)
+    args = ap.parse_args()
+
+    from coopcode import prompts
+    from coopcode.engines import GenerationRequest, SamplingParams
+    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.problems import load_humaneval
+
+    batches = [int(b) for b in args.batches.split(",")]
+    engine = TransformersEngine(args.model, max_batch=max(batches))
+    problem = load_humaneval("test")[0]
+    prompt = prompts.chat(engine.render_chat, prompts.single_message(problem)).text
+    ids = torch.tensor([engine.encode(prompt)])
+    print(f"model {engine.model_name}, dtype {engine.dtype}, threads {torch.get_num_threads()}, "
+          f"prompt {ids.shape[1]} tokens, {args.steps} decode steps")
+    engine.generate([GenerationRequest(prompt, SamplingParams(n=2, max_new_tokens=4))])  # warm-up
+
+    for b in batches:
+        with torch.inference_mode():
+            out = engine.base(input_ids=ids, use_cache=True, logits_to_keep=1)
+            cache = out.past_key_values
+            cache.batch_repeat_interleave(b)
+            token = out.logits[:, -1].argmax(-1).repeat(b)[:, None]
+            pos = ids.shape[1]
+            t0 = time.perf_counter()
+            for step in range(args.steps):
+                out = engine.base(input_ids=token, past_key_values=cache, use_cache=True,
+                                  position_ids=torch.full((b, 1), pos + step))
+                cache = out.past_key_values
+            ref = b * args.steps / (time.perf_counter() - t0)
+        params = SamplingParams(n=b, max_new_tokens=args.steps + 1, temperature=0.8, seed=1)
+        t0 = time.perf_counter()
+        got = engine.generate([GenerationRequest(prompt, params)])[0]
+        ours = sum(c.n_tokens for c in got) / (time.perf_counter() - t0)
+        print(f"batch {b:3d}: reference {ref:7.1f} tok/s   ours {ours:7.1f} tok/s   "
+              f"ours/reference {ours / ref:.2f}")
+
+
+if __name__ == "__main__":
+    main()
