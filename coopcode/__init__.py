@@ -40,6 +40,10 @@ _LAZY = {
     "solve": "coopcode.solve", "SolveConfig": "coopcode.solve", "SolveResult": "coopcode.solve",
     "run_bench": "coopcode.bench", "BenchConfig": "coopcode.bench", "BenchSummary": "coopcode.bench",
     "pass_at_k": "coopcode.metrics",
+    # evaluation: intervals, paired comparisons, cooperation patterns
+    "classify_cooperation": "coopcode.cooperation", "mean_interval": "coopcode.stats",
+    "paired_difference": "coopcode.stats", "compare_runs": "coopcode.compare",
+    "load_run": "coopcode.compare",
     "train": "coopcode.train", "TrainConfig": "coopcode.train",
     # events
     "Event": "coopcode.events", "JsonlWriter": "coopcode.events", "parse_event": "coopcode.events",

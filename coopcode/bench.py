@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coopcode import __version__, prompts
+from coopcode import __version__, prompts, stats
+from coopcode.cooperation import classify_cooperation, pattern_rates
 from coopcode.engines import Engine, SamplingParams
 from coopcode.errors import UserError
 from coopcode.events import (
@@ -35,7 +36,13 @@ from coopcode.events import (
     ignore,
 )
 from coopcode.inputs import check_generation
-from coopcode.metrics import check_k, mean_acc_at_k, mean_pass_at_k
+from coopcode.metrics import (
+    acc_at_k_by_problem,
+    check_k,
+    mean_acc_at_k,
+    mean_pass_at_k,
+    pass_at_k_by_problem,
+)
 from coopcode.problems import Problem
 from coopcode.report import write_report
 from coopcode.results import ResultsStore
@@ -97,14 +104,41 @@ def versions() -> dict[str, str]:
 
 @dataclass
 class BenchSummary:
-    """pass@k / acc@k per scheme, from the complete problems in the store."""
+    """pass@k / acc@k per scheme, from the complete problems in the store.
+
+    Each row holds, beside the means the seed paper's table prints, for every metric m
+    (`pass@k`, `acc@k`): `m_se` and `m_ci` (the standard error and 95% interval over
+    problems, `coopcode.stats`), `per_problem` (each problem's n, passed count and
+    estimates, so anyone can recompute) and `cooperation` (the share of samples carrying
+    each cooperation pattern, `coopcode.cooperation`; empty for the single agent).
+    """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     ks: tuple[int, ...] = DEFAULT_KS
     meta: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ks": list(self.ks), "rows": self.rows, "meta": self.meta}
+        return {"ks": list(self.ks), "rows": self.rows, "meta": self.meta,
+                "interval": {"level": stats.LEVEL, "method": stats.METHOD}}
+
+
+def _uncertainty(row: dict[str, Any], metric: str, by_problem: dict[str, float]) -> None:
+    """`metric`'s standard error and 95% interval over problems, into `row`."""
+    est = stats.mean_interval(list(by_problem.values()))
+    row[f"{metric}_se"] = None if est.se is None else round(est.se, 4)
+    row[f"{metric}_ci"] = None if est.low is None or est.high is None else [
+        round(est.low, 4), round(est.high, 4)]
+
+
+def record_patterns(record: dict[str, Any]) -> list[str]:
+    """A sample's cooperation patterns: recorded, or classified now for older records."""
+    found = record.get("cooperation")
+    if isinstance(found, list):
+        return [str(p) for p in found]
+    if record.get("scheme") == "single":
+        return []
+    return classify_cooperation(record.get("helper_code") or "", record.get("main_code") or "",
+                                record.get("entry_point") or "")
 
 
 def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list[str],
@@ -135,9 +169,21 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
             "main_calls_helper_rate": round(sum(bool(x.get("main_calls_helper")) for x in flat)
                                             / len(flat), 4),
         }
+        per_problem: dict[str, dict[str, Any]] = {
+            t: {"n": len(v), "passed": sum(v)} for t, v in sorted(passed.items())}
         for k in config.ks:
+            pass_k = pass_at_k_by_problem(passed, k)
+            acc_k = acc_at_k_by_problem(fracs, k)
             row[f"pass@{k}"] = round(mean_pass_at_k(passed, k), 4)
             row[f"acc@{k}"] = round(mean_acc_at_k(fracs, k), 4)
+            _uncertainty(row, f"pass@{k}", pass_k)
+            _uncertainty(row, f"acc@{k}", acc_k)
+            for t in per_problem:
+                per_problem[t][f"pass@{k}"] = round(pass_k[t], 6)
+                per_problem[t][f"acc@{k}"] = round(acc_k[t], 6)
+        row["cooperation"] = ({} if scheme == "single"
+                              else pattern_rates(record_patterns(x) for x in flat))
+        row["per_problem"] = per_problem
         rows.append(row)
     return BenchSummary(rows=rows, ks=tuple(config.ks))
 
@@ -148,13 +194,18 @@ def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: s
 
     d = attempt.to_dict()
     v = attempt.verdict
+    single = attempt.scheme == "single"
     d.update({
         "passed": bool(v and v.passed),
         "pass_fraction": v.pass_fraction if v else 0.0,
         "model": engine.model_name,
         "helper_adapter": helper_path,
         "main_adapter": main_path,
+        "entry_point": problem.entry_point,
+        # kept for readers of records written before `cooperation`
         "main_calls_helper": main_calls_helper(attempt.main_code, attempt.helper_code),
+        "cooperation": [] if single else classify_cooperation(
+            attempt.helper_code, attempt.main_code, problem.entry_point),
         "finished_at": time.time(),
     })
     return d

@@ -302,6 +302,36 @@ def evaluate(
         out.print(f"[dim]{len(result.samples)} samples, {result.problems} problems[/]")
 
 
+@app.command()
+def compare(
+    runs: Annotated[list[str], typer.Argument(help="Bench --out folders; FOLDER:SCHEME picks one scheme. The first is the baseline A; each later run is B.", show_default=False)],
+    k: Annotated[str | None, typer.Option("--k", help="Comma-separated k values \\[default: the k both runs were benched with].")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparisons as one JSON object.")] = False,
+    as_markdown: Annotated[bool, typer.Option("--markdown", help="Print a markdown table (for a paper or an issue).")] = False,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Also write compare.md, compare.json and a per-problem pass@1 figure per pair here.")] = None,
+) -> None:
+    """Paired comparison over shared problems: Δ pass@k (B − A) with a 95% interval, a sign test, the problems that moved."""
+    from coopcode.compare import compare_runs, markdown, pair_up, print_comparisons, write_outputs
+    from coopcode.inputs import check_output_folder
+
+    if as_json and as_markdown:
+        raise UserError("--json and --markdown: choose one output format")
+    ks = _parse_ks(k) if k is not None else None
+    if out_dir is not None:
+        check_output_folder(out_dir)
+    comparisons = [compare_runs(a, b, ks) for a, b in pair_up(runs)]
+    if out_dir is not None:
+        write_outputs(out_dir, comparisons)
+    if as_json:
+        print(json.dumps({"comparisons": comparisons}))
+    elif as_markdown:
+        print(markdown(comparisons), end="")
+    else:
+        print_comparisons(out, comparisons)
+        if out_dir is not None:
+            out.print(f"[dim]written: {out_dir}/compare.md, compare.json, paired-*.png[/]")
+
+
 @models_app.command("list")
 def models_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as a JSON list of objects.")] = False,

@@ -5,6 +5,10 @@ c are correct, 1 - C(n-c, k) / C(n, k), computed as a running product so it stay
 large n; averaged over problems. acc@k is the mean over problems of the expected best
 fraction of tests passed among k of the n samples (drawn without replacement), so it reduces
 to pass@k when every problem has a single test.
+
+The per-problem estimates (`pass_at_k_by_problem`, `acc_at_k_by_problem`) are what
+intervals and paired comparisons are computed from (`coopcode.stats`): the problem, not
+the sample, is the unit.
 """
 
 from __future__ import annotations
@@ -65,3 +69,13 @@ def mean_acc_at_k(results: Mapping[str, Sequence[float]], k: int) -> float:
     if not results:
         return 0.0
     return sum(acc_at_k(v, k) for v in results.values()) / len(results)
+
+
+def pass_at_k_by_problem(results: Mapping[str, Sequence[bool]], k: int) -> dict[str, float]:
+    """The unbiased pass@k of each problem (task id -> estimate)."""
+    return {t: pass_at_k(len(v), sum(map(bool, v)), k) for t, v in results.items()}
+
+
+def acc_at_k_by_problem(results: Mapping[str, Sequence[float]], k: int) -> dict[str, float]:
+    """The acc@k of each problem (task id -> estimate)."""
+    return {t: acc_at_k(v, k) for t, v in results.items()}

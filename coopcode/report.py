@@ -1,11 +1,19 @@
-"""Bench summaries on disk: summary.json and a markdown report with the seed paper's table."""
+"""Bench summaries on disk: summary.json, and report.md with the seed paper's table, the
+uncertainty of every number, the cooperation patterns and figures (PNG beside the report)."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from coopcode import stats
+from coopcode.cooperation import PATTERNS
+
+PASS_FIGURE = "pass_at_k.png"
+PATTERN_FIGURE = "patterns.png"
 
 
 def markdown_table(rows: list[dict[str, Any]], ks: list[int] | tuple[int, ...]) -> str:
@@ -19,11 +27,67 @@ def markdown_table(rows: list[dict[str, Any]], ks: list[int] | tuple[int, ...]) 
     return "\n".join(lines)
 
 
+def format_se(row: Mapping[str, Any], metric: str) -> str:
+    """`±3.42` (percentage points), or `—` when the row has no standard error."""
+    se = row.get(f"{metric}_se")
+    return f"±{100 * se:.2f}" if isinstance(se, int | float) else "—"
+
+
+def format_ci(row: Mapping[str, Any], metric: str) -> str:
+    """`[17.70, 31.30]` (percent), or `—` (fewer than two problems, or an older summary)."""
+    ci = row.get(f"{metric}_ci")
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return "—"
+    return f"[{100 * ci[0]:.2f}, {100 * ci[1]:.2f}]"
+
+
+def interval_table(rows: list[dict[str, Any]], ks: Sequence[int]) -> str:
+    """One line per method and k: each estimate with its standard error and 95% interval."""
+    head = ["Method", "k", "Pass@k", "SE", "95% CI", "Acc@k", "SE", "95% CI"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        for k in ks:
+            p, a = f"pass@{k}", f"acc@{k}"
+            lines.append("| " + " | ".join([
+                r["method"], str(k), f"{100 * r[p]:.2f}%", format_se(r, p), format_ci(r, p),
+                f"{100 * r[a]:.2f}%", format_se(r, a), format_ci(r, a)]) + " |")
+    return "\n".join(lines)
+
+
+def pattern_table(rows: list[dict[str, Any]]) -> str:
+    """Method rows, one column per cooperation pattern (share of samples)."""
+    rows = [r for r in rows if r.get("cooperation")]
+    if not rows:
+        return ""
+    lines = ["| Method | " + " | ".join(PATTERNS) + " | Samples |",
+             "|" + "---|" * (len(PATTERNS) + 2)]
+    for r in rows:
+        cells = [f"{100 * float(r['cooperation'].get(p, 0.0)):.1f}%" for p in PATTERNS]
+        lines.append(f"| {r['method']} | " + " | ".join(cells) + f" | {r.get('samples', '?')} |")
+    return "\n".join(lines)
+
+
+def write_figures(out: Path, data: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The report's PNGs: (alt text, file name) of each written."""
+    from coopcode import plots
+
+    rows, ks, meta = data["rows"], data["ks"], data.get("meta", {})
+    figures = []
+    if rows:
+        plots.plot_pass_at_k(rows, ks, meta, out / PASS_FIGURE)
+        figures.append(("pass@k against k per method, with 95% intervals", PASS_FIGURE))
+    if any(r.get("cooperation") for r in rows):
+        plots.plot_patterns(rows, meta, out / PATTERN_FIGURE)
+        figures.append(("cooperation pattern rates per method", PATTERN_FIGURE))
+    return figures
+
+
 def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
     data = summary.to_dict()
     (out / "summary.json").write_text(json.dumps(data, indent=2, default=str))
     m = summary.meta
     wall = m.get("wall_seconds", 0.0)
+    rows, ks = data["rows"], data["ks"]
     lines = [
         f"# coopcode bench: {m.get('problems')}",
         "",
@@ -31,17 +95,44 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
         f"{m.get('temperature')}, sandbox `{m.get('sandbox')}`; wall time {wall / 60:.1f} min"
         + ("" if m.get("complete") else " (incomplete: rerun with the same --out to finish)"),
         "",
-        markdown_table(data["rows"], data["ks"]) if data["rows"] else "(no complete problems yet)",
+        markdown_table(rows, ks) if rows else "(no complete problems yet)",
         "",
+    ]
+    if rows:
+        lines += [
+            "## How sure",
+            "",
+            f"Standard errors (percentage points) and {100 * stats.LEVEL:.0f}% intervals: "
+            f"{stats.METHOD}. summary.json keeps "
+            "each problem's estimates (`per_problem`) to recompute them.",
+            "",
+            interval_table(rows, ks),
+            "",
+        ]
+    lines += [
         "| Method | mean reward | syntax ok | runs | main calls helper | mean tokens |",
         "|---|---|---|---|---|---|",
     ]
-    for r in data["rows"]:
+    for r in rows:
         lines.append(
             f"| {r['method']} | {r['mean_reward']:.3f} | {100 * r['syntax_rate']:.1f}% | "
             f"{100 * r['runnable_rate']:.1f}% | {100 * r['main_calls_helper_rate']:.1f}% | "
             f"{r['mean_tokens']:.0f} |"
         )
+    patterns = pattern_table(rows)
+    if patterns:
+        lines += ["", "## Cooperation patterns", "",
+                  "Share of samples whose (helper, main) pair carries each pattern "
+                  "(`coopcode.cooperation` documents the rules; a program may carry several).",
+                  "", patterns]
+    try:
+        figures = write_figures(out, data)
+    except Exception as e:  # a figure is a view: never lose an hour of results to it
+        lines += ["", f"(figures not drawn: {type(e).__name__}: {e})"]
+    else:
+        if figures:
+            lines += ["", "## Figures", ""]
+            lines += [f"![{alt}]({name})" for alt, name in figures]
     lines += [
         "",
         f"Versions: {json.dumps(meta.get('versions', {}))}",

@@ -1,0 +1,328 @@
+"""`coopcode compare`: two or more bench runs, paired over the problems they share.
+
+Each run after the first is compared with the first (the baseline A): per k, the mean
+difference B - A of the per-problem pass@k estimates with its paired standard error and
+95% interval, an exact sign test over the problems that gained against those that lost,
+and the problems that changed most. Pairing removes the problem-to-problem spread that
+dominates an unpaired comparison (on HumanEval most of the variance is which problems are
+hard), so a paired interval is much narrower than the two runs' own intervals suggest.
+
+A run is a `coopcode bench --out` folder; `FOLDER:SCHEME` picks one scheme of a run that
+holds several. Runs are read, never written: a half-written samples.jsonl is read as far
+as its last whole line. What makes two runs not strictly comparable (problem set, n,
+temperature, prompts, model, token budget, turns) is said plainly; runs with no problem in
+common are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coopcode import stats
+from coopcode.bench import record_patterns
+from coopcode.cooperation import pattern_rates
+from coopcode.errors import UserError
+from coopcode.metrics import pass_at_k
+
+CHANGED_MOST = 5  # problems listed per comparison
+
+
+@dataclass
+class Run:
+    """One method of one bench run: per problem, its samples' correctness."""
+
+    label: str
+    path: Path
+    scheme: str
+    meta: dict[str, Any]
+    n: int
+    passed: dict[str, list[bool]]  # complete problems only: task id -> n results
+    patterns: list[list[str]] = field(default_factory=list)  # per sample
+
+    @property
+    def config(self) -> dict[str, Any]:
+        config = self.meta.get("config")
+        return config if isinstance(config, dict) else {}
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        identity = self.meta.get("identity")
+        return identity if isinstance(identity, dict) else {}
+
+    @property
+    def ks(self) -> list[int]:
+        ks = self.config.get("ks") or [1]
+        return sorted(int(k) for k in ks if int(k) <= self.n)
+
+    def pass_at(self, task: str, k: int) -> float:
+        results = self.passed[task]
+        return pass_at_k(len(results), sum(results), k)
+
+    def describe(self) -> dict[str, Any]:
+        return {"label": self.label, "path": str(self.path), "scheme": self.scheme,
+                "problems": len(self.passed), "n": self.n,
+                "problem_set": self.config.get("problems"),
+                "temperature": self.identity.get("temperature", self.config.get("temperature")),
+                "model": self.meta.get("model"),
+                "helper_adapter": self.identity.get("helper_adapter"),
+                "main_adapter": self.identity.get("main_adapter"),
+                "cooperation": pattern_rates(self.patterns) if self.scheme != "single" else {}}
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    records = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line of a run still going or killed
+            if isinstance(record, dict) and {"scheme", "task_id", "sample"} <= record.keys():
+                records.append(record)
+    return records
+
+
+def _split_spec(spec: str) -> tuple[Path, str | None]:
+    path = Path(spec)
+    if path.is_dir() or ":" not in spec:
+        return path, None
+    folder, scheme = spec.rsplit(":", 1)
+    return Path(folder), scheme or None
+
+
+def load_runs(spec: str) -> list[Run]:
+    """Every method of the run `spec` names (one when `spec` is FOLDER:SCHEME)."""
+    folder, wanted = _split_spec(spec)
+    if not folder.exists():
+        raise UserError(f"{folder}: no such folder (a `coopcode bench --out` folder)")
+    if not folder.is_dir():
+        raise UserError(f"{folder}: a file, where a bench results folder is expected")
+    samples = folder / "samples.jsonl"
+    if not samples.exists():
+        raise UserError(f"{folder}: no samples.jsonl: not a bench results folder "
+                        "(`coopcode bench --out FOLDER` writes one)")
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        meta = {}
+    meta = meta if isinstance(meta, dict) else {}
+    records = _read_records(samples)
+    config = meta.get("config")
+    config = config if isinstance(config, dict) else {}
+    n = int(config.get("n") or 1 + max((int(r["sample"]) for r in records), default=0))
+    by_scheme: dict[str, dict[str, dict[int, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
+    for r in records:
+        if int(r["sample"]) < n:
+            by_scheme[str(r["scheme"])][str(r["task_id"])][int(r["sample"])] = r
+    schemes = sorted(by_scheme)
+    if wanted is not None and wanted not in by_scheme:
+        raise UserError(f"{folder} holds no {wanted!r} samples (it holds: "
+                        f"{', '.join(schemes) or 'none'})")
+    runs = []
+    for scheme in [wanted] if wanted else schemes:
+        complete = {t: [s[i] for i in range(n)] for t, s in by_scheme[scheme].items()
+                    if len(s) == n}
+        label = folder.name if len(schemes) == 1 and not wanted else f"{folder.name}:{scheme}"
+        runs.append(Run(label, folder, scheme, meta, n,
+                        {t: [bool(x.get("passed")) for x in v] for t, v in sorted(complete.items())},
+                        [record_patterns(x) for v in complete.values() for x in v]))
+    if not any(r.passed for r in runs):
+        raise UserError(f"{spec}: no problem has all its n={n} samples yet: "
+                        "finish the run (rerun the bench with the same --out)")
+    return runs
+
+
+def load_run(spec: str) -> Run:
+    """The one method `spec` names: FOLDER (holding one scheme) or FOLDER:SCHEME."""
+    runs = load_runs(spec)
+    if len(runs) > 1:
+        names = ", ".join(r.scheme for r in runs)
+        raise UserError(f"{spec} holds several schemes ({names}): name one as "
+                        f"{spec.rstrip('/')}:SCHEME")
+    return runs[0]
+
+
+def pair_up(specs: list[str]) -> list[tuple[Run, Run]]:
+    """(A, B) pairs: every method of each later run against the first run's same scheme.
+
+    A first run holding one method is the baseline of every later method, whatever its
+    scheme (`compare runs/x:single runs/x:sequential` compares two schemes of one run)."""
+    if len(specs) < 2:
+        raise UserError("compare needs at least two runs: coopcode compare RUN_A RUN_B [RUN_C ...]")
+    base = load_runs(specs[0])
+    by_scheme = {r.scheme: r for r in base}
+    pairs = []
+    for spec in specs[1:]:
+        for run in load_runs(spec):
+            a = base[0] if len(base) == 1 else by_scheme.get(run.scheme)
+            if a is None:
+                raise UserError(f"{specs[0]} has no {run.scheme!r} method to pair {run.label} "
+                                f"with: name one as {specs[0].rstrip('/')}:SCHEME")
+            pairs.append((a, run))
+    return pairs
+
+
+def differences(a: Run, b: Run) -> list[str]:
+    """What makes B not strictly comparable with A, one sentence each."""
+    notes = []
+    only_a, only_b = set(a.passed) - set(b.passed), set(b.passed) - set(a.passed)
+    if only_a or only_b or a.config.get("problems") != b.config.get("problems"):
+        shared = len(set(a.passed) & set(b.passed))
+        notes.append(f"problem sets differ ({a.config.get('problems', '?')}: {len(a.passed)} "
+                     f"complete problems, {b.config.get('problems', '?')}: {len(b.passed)}); "
+                     f"paired over the {shared} both hold")
+    if a.n != b.n:
+        notes.append(f"n differs ({a.n} vs {b.n} samples per problem): pass@k is still "
+                     f"unbiased per run, for k up to {min(a.n, b.n)}")
+    checks = [("temperature", "temperatures"), ("prompts", "prompt templates"),
+              ("model_fingerprint", "model weights"), ("max_new_tokens", "token budgets"),
+              ("turns", "turns"), ("top_p", "top_p values")]
+    for key, what in checks:
+        va, vb = a.identity.get(key), b.identity.get(key)
+        if va != vb:
+            notes.append(f"{what} differ ({va!r} vs {vb!r})")
+    if a.meta.get("model") != b.meta.get("model"):
+        notes.append(f"models differ ({a.meta.get('model')!r} vs {b.meta.get('model')!r})")
+    if a.scheme != b.scheme:
+        notes.append(f"schemes differ ({a.scheme} vs {b.scheme})")
+    return notes
+
+
+def compare_runs(a: Run, b: Run, ks: list[int] | None = None) -> dict[str, Any]:
+    """B against A over their shared problems, per k (a JSON-ready dict)."""
+    shared = sorted(set(a.passed) & set(b.passed))
+    if not shared:
+        raise UserError(f"{a.label} and {b.label} share no problem ({len(a.passed)} and "
+                        f"{len(b.passed)} complete problems): nothing to pair")
+    top = min(a.n, b.n)
+    ks = sorted(set(ks)) if ks else sorted(set(a.ks) & set(b.ks)) or [1]
+    if ks[-1] > top:
+        raise UserError(f"k={ks[-1]} is larger than n={top} (the smaller run's samples per "
+                        "problem): lower --k")
+    per_k = []
+    for k in ks:
+        xa = [a.pass_at(t, k) for t in shared]
+        xb = [b.pass_at(t, k) for t in shared]
+        paired = stats.paired_difference(xa, xb)
+        per_k.append({"k": k, "a": stats.mean_interval(xa).to_dict(),
+                      "b": stats.mean_interval(xb).to_dict(), **paired.to_dict()})
+    k0 = 1  # problems that moved, and the scatter, in pass@1: the number people read
+    moved = sorted(shared, key=lambda t: (-abs(b.pass_at(t, k0) - a.pass_at(t, k0)), t))
+    changed = [{"task_id": t, "a_passed": sum(a.passed[t]), "a_n": a.n,
+                "b_passed": sum(b.passed[t]), "b_n": b.n,
+                "diff": b.pass_at(t, k0) - a.pass_at(t, k0)}
+               for t in moved[:CHANGED_MOST] if b.pass_at(t, k0) != a.pass_at(t, k0)]
+    return {"a": a.describe(), "b": b.describe(), "shared_problems": len(shared),
+            "notes": differences(a, b), "per_k": per_k, "changed_k": k0,
+            "changed_most": changed,
+            "per_problem": {t: {"a": a.pass_at(t, k0), "b": b.pass_at(t, k0)} for t in shared}}
+
+
+def _pct(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
+
+
+def _ci(low: float | None, high: float | None, signed: bool = True) -> str:
+    if low is None or high is None:
+        return "—"
+    return f"[{_pct(low, signed)}, {_pct(high, signed)}]"
+
+
+def markdown(comparisons: list[dict[str, Any]]) -> str:
+    """The comparisons as markdown for a paper or an issue (percentages, B - A)."""
+    lines = ["| A | B | k | A pass@k | B pass@k | Δ (B − A) | 95% CI | gained / lost / tied"
+             " | sign test p | problems |", "|" + "---|" * 10]
+    for c in comparisons:
+        for row in c["per_k"]:
+            lines.append(
+                f"| {c['a']['label']} | {c['b']['label']} | {row['k']} | "
+                f"{_pct(row['a']['mean'])}% | {_pct(row['b']['mean'])}% | "
+                f"{_pct(row['diff_mean'], True)} | {_ci(row['diff_low'], row['diff_high'])} | "
+                f"{row['gained']} / {row['lost']} / {row['tied']} | {row['p_sign']:.3g} | "
+                f"{c['shared_problems']} |")
+    lines += ["", f"Δ in percentage points, paired over the problems both runs hold; "
+              f"{100 * stats.LEVEL:.0f}% interval: {stats.METHOD}; sign test: exact, "
+              "two-sided, over problems that gained vs lost (ties dropped)."]
+    for c in comparisons:
+        for note in c["notes"]:
+            lines.append(f"- {c['b']['label']} vs {c['a']['label']}: {note}.")
+        if c["changed_most"]:
+            lines += ["", f"Changed most ({c['b']['label']} vs {c['a']['label']}, "
+                      f"pass@{c['changed_k']}):", "",
+                      "| problem | A passed | B passed | Δ |", "|---|---|---|---|"]
+            lines += [f"| {p['task_id']} | {p['a_passed']}/{p['a_n']} | {p['b_passed']}/{p['b_n']}"
+                      f" | {_pct(p['diff'], True)} |" for p in c["changed_most"]]
+    return "\n".join(lines) + "\n"
+
+
+def print_comparisons(console: Any, comparisons: list[dict[str, Any]]) -> None:
+    """The comparisons as rich tables, notes in yellow."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    for c in comparisons:
+        a, b = c["a"], c["b"]
+        for tag, run in (("A", a), ("B", b)):
+            console.print(Text.assemble((f"{tag} ", "bold"), run["label"],
+                                        (f"  {run['scheme']}, {run['problems']} problems, "
+                                         f"n={run['n']}, T={run['temperature']}, "
+                                         f"{run['model']}", "dim")))
+        for note in c["notes"]:
+            console.print(Text(f"note: {note}", style="yellow"), soft_wrap=True)
+        table = Table(title=f"B − A over {c['shared_problems']} shared problems, in "
+                      "percentage points", title_justify="left", box=box.SIMPLE_HEAD,
+                      caption="+/−/=: problems gained, lost, tied; sign p: exact sign test",
+                      caption_justify="left")
+        for col in ("k", "A pass@k", "B pass@k", "Δ", "SE", "95% CI", "+/−/=", "sign p"):
+            table.add_column(col, justify="right")
+        for row in c["per_k"]:
+            diff = row["diff_mean"]
+            style = "green" if row["diff_low"] is not None and row["diff_low"] > 0 else (
+                "red" if row["diff_high"] is not None and row["diff_high"] < 0 else "")
+            table.add_row(str(row["k"]), _pct(row["a"]["mean"]), _pct(row["b"]["mean"]),
+                          Text(_pct(diff, True), style=style), _pct(row["diff_se"]),
+                          _ci(row["diff_low"], row["diff_high"], signed=False),
+                          f"{row['gained']}/{row['lost']}/{row['tied']}", f"{row['p_sign']:.3g}")
+        console.print(table)
+        if c["changed_most"]:
+            moved = ", ".join(f"{p['task_id']} {p['a_passed']}/{p['a_n']}→{p['b_passed']}/"
+                              f"{p['b_n']}" for p in c["changed_most"])
+            console.print(Text.assemble(("changed most: ", "dim"), moved), soft_wrap=True)
+        console.print()
+
+
+def _both(a: dict[str, Any], b: dict[str, Any], key: str) -> str:
+    """One value when the runs agree, `A/B` when they differ."""
+    return str(a[key]) if a[key] == b[key] else f"{a[key]}/{b[key]}"
+
+
+def write_outputs(out: Path, comparisons: list[dict[str, Any]]) -> list[Path]:
+    """compare.md, compare.json and one per-problem scatter per comparison into `out`."""
+    from coopcode import plots
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "compare.json", out / "compare.md"]
+    (out / "compare.json").write_text(json.dumps({"comparisons": comparisons}, indent=2))
+    figures = []
+    for i, c in enumerate(comparisons, 1):
+        a, b = c["a"], c["b"]
+        pairs = list(c["per_problem"].values())
+
+        title = (f"{b['label']} (B) against {a['label']} (A): pass@{c['changed_k']} of each "
+                 f"of {c['shared_problems']} shared problems\n{_both(a, b, 'model')}, "
+                 f"n={_both(a, b, 'n')}, T={_both(a, b, 'temperature')}, "
+                 f"problems {_both(a, b, 'problem_set')}")
+        name = f"paired-{i}.png"
+        plots.plot_paired([p["a"] for p in pairs], [p["b"] for p in pairs],
+                          (a["label"], b["label"]), title, out / name)
+        figures.append(f"![{b['label']} against {a['label']}, per problem]({name})")
+        written.append(out / name)
+    (out / "compare.md").write_text(markdown(comparisons) + "\n" + "\n".join(figures) + "\n")
+    return written

@@ -1,0 +1,92 @@
+"""Intervals over problems: hand-computed values, the t quantile against its table, the exact
+sign test, and a simulation that the 95% interval covers the true pass@1 about 95% of the time."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coopcode.metrics import pass_at_k_by_problem
+from coopcode.stats import mean_interval, paired_difference, sign_test, t_quantile
+
+
+@pytest.mark.parametrize(("df", "level", "table"), [
+    (1, 0.95, 12.7062), (3, 0.95, 3.1824), (4, 0.95, 2.7764), (9, 0.95, 2.2622),
+    (39, 0.95, 2.0227), (100, 0.95, 1.9840), (10, 0.99, 3.1693), (20, 0.90, 1.7247),
+])
+def test_t_quantile_matches_the_printed_table(df: int, level: float, table: float) -> None:
+    assert t_quantile(df, level) == pytest.approx(table, abs=1e-4)
+
+
+# Five problems, n=4 samples each, with 0, 1, 2, 3 and 4 correct.
+COUNTS = {"p0": 0, "p1": 1, "p2": 2, "p3": 3, "p4": 4}
+RESULTS = {t: [i < c for i in range(4)] for t, c in COUNTS.items()}
+
+
+def test_pass_at_1_interval_by_hand() -> None:
+    # per-problem pass@1 = 0, .25, .5, .75, 1: mean .5; sample variance .625 / 4 = .15625;
+    # se = sqrt(.15625 / 5) = .1767767; t(4) = 2.7764451; half-width .4908108
+    est = mean_interval(list(pass_at_k_by_problem(RESULTS, 1).values()))
+    assert est.mean == pytest.approx(0.5)
+    assert est.se == pytest.approx(0.1767767, abs=1e-7)
+    assert (est.low, est.high) == pytest.approx((0.0091892, 0.9908108), abs=1e-6)
+    assert est.problems == 5
+
+
+def test_pass_at_2_interval_by_hand_and_clipped_to_the_range() -> None:
+    # pass@2 with n=4: c=0 -> 0; c=1 -> 1 - C(3,2)/C(4,2) = .5; c=2 -> 1 - 1/6; c>=3 -> 1
+    values = list(pass_at_k_by_problem(RESULTS, 2).values())
+    assert values == pytest.approx([0.0, 0.5, 5 / 6, 1.0, 1.0])
+    est = mean_interval(values)
+    mean = (0 + 0.5 + 5 / 6 + 1 + 1) / 5
+    sd = np.std(values, ddof=1)
+    assert est.mean == pytest.approx(mean)
+    assert est.se == pytest.approx(sd / np.sqrt(5))
+    assert est.low == pytest.approx(mean - 2.7764451 * sd / np.sqrt(5))
+    assert est.high == 1.0  # mean + half-width is 1.17: an interval never leaves [0, 1]
+
+
+def test_one_problem_has_no_interval_and_none_is_an_error() -> None:
+    est = mean_interval([0.3])
+    assert (est.mean, est.se, est.low, est.high) == (0.3, None, None, None)
+    with pytest.raises(ValueError):
+        mean_interval([])
+
+
+def test_paired_difference_by_hand() -> None:
+    # A passes 0,1,2,3,4 of 4, B 1,1,4,3,2: differences .25, 0, .5, 0, -.5 -> mean .05;
+    # sample variance .55 / 4 = .1375, se = .1658312, half-width 2.7764451 * se = .4604204;
+    # 2 gained, 1 lost, 2 tied: sign test p = 2 * (1 + 3) / 8 = 1
+    a = [0.0, 0.25, 0.5, 0.75, 1.0]
+    b = [0.25, 0.25, 1.0, 0.75, 0.5]
+    d = paired_difference(a, b)
+    assert d.difference.mean == pytest.approx(0.05)
+    assert d.difference.se == pytest.approx(0.1658312, abs=1e-7)
+    assert (d.difference.low, d.difference.high) == pytest.approx((-0.4104204, 0.5104204), abs=1e-6)
+    assert (d.gained, d.lost, d.tied, d.p_sign) == (2, 1, 2, 1.0)
+
+
+def test_exact_sign_test() -> None:
+    assert sign_test(9, 1) == pytest.approx(22 / 1024)  # 2 * (C(10,0) + C(10,1)) / 2^10
+    assert sign_test(1, 9) == sign_test(9, 1)
+    assert sign_test(10, 0) == pytest.approx(2 / 1024)
+    assert sign_test(5, 5) == 1.0 and sign_test(0, 0) == 1.0
+    assert sign_test(30, 10) == pytest.approx(0.0022, abs=1e-4)  # vs the normal approx 0.0016
+
+
+def test_the_95_interval_covers_the_true_pass_at_1_95_percent_of_the_time() -> None:
+    """2,000 benches of 40 problems, n=10, whose pass probabilities are drawn from a
+    HumanEval-like U-shaped Beta(0.5, 0.8) (many problems always or never solved): the
+    true pass@1 of the problem population is its mean, 0.5/1.3. The interval must cover it
+    in 93-97% of the benches. Seeded: the same draws every run."""
+    rng = np.random.default_rng(20240613)
+    draws, problems, n = 2000, 40, 10
+    truth = 0.5 / 1.3
+    p = rng.beta(0.5, 0.8, size=(draws, problems))
+    correct = rng.binomial(n, p)
+    covered = 0
+    for row in correct:
+        est = mean_interval((row / n).tolist())
+        assert est.low is not None and est.high is not None
+        covered += est.low <= truth <= est.high
+    assert 0.93 <= covered / draws <= 0.97, covered / draws
