@@ -146,6 +146,31 @@ def load_run(spec: str) -> Run:
     return runs[0]
 
 
+def summarize_folder(folder: Path) -> Any:
+    """A results folder's BenchSummary recomputed from its samples (intervals and patterns
+    included, also for folders written before they existed); nothing is written."""
+    from dataclasses import fields
+
+    from coopcode.bench import BenchConfig, summarize
+
+    runs = load_runs(str(folder))
+    config = runs[0].config
+    known = {f.name for f in fields(BenchConfig)}
+    kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v
+                              for k, v in config.items() if k in known}
+    kwargs["schemes"] = tuple(r.scheme for r in runs)
+    kwargs["n"] = runs[0].n
+    kwargs["ks"] = tuple(runs[0].ks) or (1,)
+    bench_config = BenchConfig(**kwargs)
+    task_ids = runs[0].meta.get("task_ids") or sorted({t for r in runs for t in r.passed})
+    summary = summarize(_read_records(folder / "samples.jsonl"), bench_config, list(task_ids),
+                        bench_config.label)
+    summary.meta = {"model": runs[0].meta.get("model"), "n": runs[0].n,
+                    "temperature": runs[0].identity.get("temperature", config.get("temperature")),
+                    "problems": config.get("problems")}
+    return summary
+
+
 def pair_up(specs: list[str]) -> list[tuple[Run, Run]]:
     """(A, B) pairs: every method of each later run against the first run's same scheme.
 

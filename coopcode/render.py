@@ -185,15 +185,38 @@ class BenchProgress:
 
 
 def bench_table(summary: dict[str, Any]) -> Table:
+    """One line per method and k: pass@k and acc@k, each with its standard error and 95% interval.
+
+    Long rather than the paper's wide layout: with an interval per number, four k values
+    side by side do not fit a terminal (report.md keeps the paper's table too)."""
+    from rich import box
+
+    from coopcode.report import format_ci, format_se
+
     ks = summary["ks"]
-    table = Table(title="pass@k / acc@k", title_justify="left")
-    table.add_column("Method")
-    for k in ks:
-        table.add_column(f"Pass@{k}", justify="right")
-    for k in ks:
-        table.add_column(f"Acc@{k}", justify="right", style="dim")
-    table.add_column("Problems", justify="right")
+    table = Table(title="pass@k / acc@k", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, padding=(0, 1), caption="SE in percentage points; 95% CI: Student t over problems "
+                          "(the n samples of a problem are one unit)", caption_justify="left")
+    table.add_column("Method", overflow="fold")
+    for name in ("k", "Pass@k", "SE", "95% CI", "Acc@k", "SE", "95% CI"):
+        table.add_column(name, justify="right", no_wrap=True,
+                         style="dim" if name in ("SE", "95% CI") else None)
     for r in summary["rows"]:
-        table.add_row(r["method"], *[f"{100 * r[f'pass@{k}']:.2f}%" for k in ks],
-                      *[f"{100 * r[f'acc@{k}']:.2f}%" for k in ks], str(r["problems"]))
+        for i, k in enumerate(ks):
+            p, a = f"pass@{k}", f"acc@{k}"
+            # The method's name on its first line, its problem count under it.
+            label = r["method"] if i == 0 else (Text(f"{r['problems']} problems", style="dim")
+                                                if i == 1 else "")
+            table.add_row(label, str(k), f"{100 * r[p]:.2f}%", format_se(r, p),
+                          format_ci(r, p, 1, compact=True), f"{100 * r[a]:.2f}%", format_se(r, a),
+                          format_ci(r, a, 1, compact=True), end_section=i == len(ks) - 1)
+        if len(ks) == 1:
+            table.add_row(Text(f"{r['problems']} problems", style="dim"), end_section=True)
     return table
+
+
+def pattern_line(row: dict[str, Any]) -> str:
+    """`coordinator 40% · decorator 25% · ...`: a method's cooperation patterns, most common first."""
+    rates = row.get("cooperation") or {}
+    shown = sorted(((v, k) for k, v in rates.items() if v), reverse=True)
+    return " · ".join(f"{k} {100 * v:.0f}%" for v, k in shown) or "no helper calls to classify"

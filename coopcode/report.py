@@ -27,18 +27,20 @@ def markdown_table(rows: list[dict[str, Any]], ks: list[int] | tuple[int, ...]) 
     return "\n".join(lines)
 
 
-def format_se(row: Mapping[str, Any], metric: str) -> str:
+def format_se(row: Mapping[str, Any], metric: str, digits: int = 2) -> str:
     """`±3.42` (percentage points), or `—` when the row has no standard error."""
     se = row.get(f"{metric}_se")
-    return f"±{100 * se:.2f}" if isinstance(se, int | float) else "—"
+    return f"±{100 * se:.{digits}f}" if isinstance(se, int | float) else "—"
 
 
-def format_ci(row: Mapping[str, Any], metric: str) -> str:
-    """`[17.70, 31.30]` (percent), or `—` (fewer than two problems, or an older summary)."""
+def format_ci(row: Mapping[str, Any], metric: str, digits: int = 2, compact: bool = False) -> str:
+    """`[17.70, 31.30]` (percent; `compact`: `17.7–31.3`), or `—` (fewer than two problems,
+    or a summary written before intervals)."""
     ci = row.get(f"{metric}_ci")
     if not isinstance(ci, list | tuple) or len(ci) != 2:
         return "—"
-    return f"[{100 * ci[0]:.2f}, {100 * ci[1]:.2f}]"
+    low, high = f"{100 * ci[0]:.{digits}f}", f"{100 * ci[1]:.{digits}f}"
+    return f"{low}–{high}" if compact else f"[{low}, {high}]"
 
 
 def interval_table(rows: list[dict[str, Any]], ks: Sequence[int]) -> str:

@@ -18,6 +18,10 @@ from tests.cli_helpers import assert_one_line_error, coopcode
 REPO = Path(__file__).resolve().parent.parent
 
 
+# Records written before patterns were recorded: classified from the code when read.
+MAINS = ["def f(x):\n    return aux(x)\n", "def f(x):\n    return [aux(v) for v in x]\n"]
+
+
 def make_run(folder: Path, counts: dict[str, int], n: int, *, scheme: str = "sequential",
              problems: str = "humaneval:test", **identity: Any) -> Path:
     """A results folder as `coopcode bench` leaves it, with `counts[task]` of n samples passing."""
@@ -30,9 +34,13 @@ def make_run(folder: Path, counts: dict[str, int], n: int, *, scheme: str = "seq
     with open(folder / "samples.jsonl", "w") as f:
         for task, c in counts.items():
             for i in range(n):
-                f.write(json.dumps({"scheme": scheme, "task_id": task, "sample": i,
-                                    "passed": i < c, "helper_code": "def aux(x):\n    return x\n",
-                                    "main_code": "def f(x):\n    return aux(x)\n"}) + "\n")
+                ok = i < c
+                f.write(json.dumps({
+                    "scheme": scheme, "task_id": task, "sample": i, "passed": ok,
+                    "pass_fraction": 1.0 if ok else 0.0, "syntax_ok": True, "n_tokens": 20,
+                    "verdict": {"runnable": True}, "reward": {"total": 1.0 if ok else 0.5},
+                    "helper_code": "def aux(x):\n    return x\n",
+                    "main_code": MAINS[i % len(MAINS)]}) + "\n")
     return folder
 
 

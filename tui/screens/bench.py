@@ -6,6 +6,7 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,6 +21,7 @@ from textual.widgets import (
     RichLog,
     Select,
     SelectionList,
+    Static,
     TabbedContent,
     TabPane,
 )
@@ -74,21 +76,62 @@ class LiveScores:
         return rows
 
 
+def score_cell(r: dict[str, Any], metric: str) -> str:
+    """`25.0% ±3.1` over `18.8–31.2%` (the standard error, then the 95% interval), or the
+    bare percentage for live rows and summaries written before intervals."""
+    if metric not in r:
+        return "—"
+    value = _pct(r[metric])
+    se, ci = r.get(f"{metric}_se"), r.get(f"{metric}_ci")
+    if not isinstance(se, int | float) or not isinstance(ci, list) or len(ci) != 2:
+        return value
+    return f"{value} ±{100 * se:.1f}\n{100 * ci[0]:.1f}–{100 * ci[1]:.1f}%"
+
+
 def fill_scores(table: DataTable[Any], ks: list[int], rows: list[tuple[str, dict[str, Any]]]) -> None:
-    """A pass@k / acc@k table: one row per (label, summary row)."""
+    """A pass@k / acc@k table: one row per (label, summary row), two lines where intervals are known."""
     header = ["method", *[f"pass@{k}" for k in ks], *[f"acc@{k}" for k in ks], "problems"]
     body = []
     for label, r in rows:
-        cells = [_pct(r[f"pass@{k}"]) if f"pass@{k}" in r else "—" for k in ks]
-        cells += [_pct(r[f"acc@{k}"]) if f"acc@{k}" in r else "—" for k in ks]
+        cells = [score_cell(r, f"pass@{k}") for k in ks] + [score_cell(r, f"acc@{k}") for k in ks]
         body.append([label, *cells, str(r.get("problems", "?"))])
     # Explicit widths: auto widths were seen to stay at the header's when refilled on screen.
     table.clear(columns=True)
     for i, name in enumerate(header):
-        table.add_column(name, width=max(len(name), *(len(row[i]) for row in body)) if body
-                         else len(name))
+        width = max([len(name), *(len(line) for row in body for line in row[i].split("\n"))])
+        table.add_column(name, width=width)
     for row in body:
-        table.add_row(*row)
+        table.add_row(*row, height=max(cell.count("\n") + 1 for cell in row))
+
+
+def paired_text(paths: list[str]) -> Text:
+    """The paired comparison of the chosen runs, each against the first (`coopcode compare`)."""
+    from coopcode.compare import compare_runs, pair_up
+    from coopcode.errors import UserError
+
+    if len(paths) < 2:
+        return Text("choose two or more runs: each is paired with the first over the problems "
+                    "they share", style="dim")
+    try:
+        comparisons = [compare_runs(a, b) for a, b in pair_up(paths)]
+    except UserError as e:
+        return Text(f"cannot pair: {e}", style="yellow")
+    out = Text()
+    for c in comparisons:
+        out.append(f"{c['b']['label']} − {c['a']['label']}", style="bold")
+        out.append(f"  {c['shared_problems']} shared problems\n", style="dim")
+        for row in c["per_k"]:
+            low, high = row["diff_low"], row["diff_high"]
+            style = "green" if low is not None and low > 0 else (
+                "red" if high is not None and high < 0 else "")
+            ci = "" if low is None or high is None else f" [{100 * low:+.1f}, {100 * high:+.1f}]"
+            out.append(f"  pass@{row['k']} ")
+            out.append(f"{100 * row['diff_mean']:+.1f} pts{ci}", style=style)
+            out.append(f"  {row['gained']} gained / {row['lost']} lost, sign p "
+                       f"{row['p_sign']:.3g}\n", style="dim")
+        for note in c["notes"]:
+            out.append(f"  note: {note}\n", style="yellow")
+    return out
 
 
 class BenchScreen(JobScreen):
@@ -146,11 +189,14 @@ class BenchScreen(JobScreen):
                         yield ProgressBar(total=100, show_eta=False, id="bench-progress")
                         yield Label("idle", id="bench-rate")
                     yield DataTable(id="live-table", zebra_stripes=True)
+                    yield Static(id="bench-patterns")
                     yield RichLog(id="log", wrap=True, markup=False, min_width=20)
                 with TabPane("Runs", id="tab-runs"):
                     with Horizontal():
                         yield SelectionList[str](id="runs")
-                        yield DataTable(id="compare", zebra_stripes=True)
+                        with Vertical(id="compare-column"):
+                            yield DataTable(id="compare", zebra_stripes=True)
+                            yield Static(id="paired")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -158,6 +204,8 @@ class BenchScreen(JobScreen):
         self.log_view.border_title = "log"
         self.query_one("#runs", SelectionList).border_title = "earlier runs"
         self.query_one("#compare", DataTable).border_title = "side by side"
+        self.query_one("#paired", Static).border_title = "paired: B − A over shared problems"
+        self.query_one("#bench-patterns", Static).display = False
         fill_scores(self.query_one("#live-table", DataTable), [1, 3, 5], [])
         self.action_refresh()
 
@@ -187,6 +235,21 @@ class BenchScreen(JobScreen):
         ks = sorted({k for run in chosen for k in run.ks}) or [1]
         rows = [(f"{run.name}: {r.get('method', '?')}", r) for run in chosen for r in run.rows]
         fill_scores(self.query_one("#compare", DataTable), ks, rows)
+        self.query_one("#paired", Static).update(paired_text([str(run.path) for run in chosen]))
+
+    def _show_patterns(self, rows: list[dict[str, Any]]) -> None:
+        """After a run: how main used the helper, per method (`coopcode.cooperation`)."""
+        from coopcode.render import pattern_line
+
+        shown = [r for r in rows if r.get("cooperation")]
+        patterns = self.query_one("#bench-patterns", Static)
+        patterns.display = bool(shown)
+        text = Text()
+        for r in shown:
+            text.append(f"{r.get('method', '?')}: ", style="bold")
+            text.append(pattern_line(r) + "\n")
+        text.rstrip()
+        patterns.update(text)
 
     def build_argv(self) -> tuple[list[str], list[int], int]:
         session = self.app.session  # type: ignore[attr-defined]
@@ -237,6 +300,7 @@ class BenchScreen(JobScreen):
             return
         self.live = LiveScores(ks, n)
         fill_scores(self.query_one("#live-table", DataTable), ks, [])
+        self.query_one("#bench-patterns", Static).display = False
         bar = self.query_one("#bench-progress", ProgressBar)
         bar.update(total=None, progress=0)
         self.query_one("#bench-rate", Label).update("loading the model…")
@@ -279,5 +343,6 @@ class BenchScreen(JobScreen):
             ks = [int(k) for k in summary.get("ks", [])] or (self.live.ks if self.live else [1])
             fill_scores(self.query_one("#live-table", DataTable), ks,
                         [(r.get("method", "?"), r) for r in summary.get("rows", [])])
+            self._show_patterns(summary.get("rows", []))
             self.query_one("#bench-rate", Label).update(
                 f"done · {summary.get('meta', {}).get('wall_seconds', '?')} s")

@@ -30,10 +30,10 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from coopcode import events as ev
+from coopcode.cooperation import describe_cooperation
 from coopcode.errors import UserError
 from coopcode.problems import Problem
 from coopcode.schemes import SCHEMES
-from tui.cooperation import describe_cooperation
 from tui.messages import Cancelled, CoopEvent
 from tui.widgets.agent_pane import AgentPane, style_code
 from tui.widgets.nav import NavBar
@@ -461,8 +461,9 @@ class CollaborateScreen(Screen[None]):
             self.query_one("#tests", TestsTable).show(e.verdict)
             helper = self.attempt.helper_code if self.attempt else ""
             main = self.attempt.main_code if self.attempt else ""
+            entry = self.run_problem.entry_point if self.run_problem else ""
             self.query_one("#summary", VerdictSummary).show(
-                e.verdict, e.reward, describe_cooperation(main, helper), e.scheme)
+                e.verdict, e.reward, describe_cooperation(main, helper, entry), e.scheme)
         elif isinstance(e, ev.Failed):
             self.generating = self.testing = False
             for pane in self.query(AgentPane):

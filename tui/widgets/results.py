@@ -8,8 +8,8 @@ from rich.text import Text
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
+from coopcode.cooperation import Cooperation
 from coopcode.render import STATUS_STYLE
-from tui.cooperation import Cooperation
 
 
 class TestsTable(DataTable[Any]):
@@ -64,4 +64,6 @@ class VerdictSummary(Static):
         else:
             colour = "green" if coop.calls_helper else "yellow"
             lines.append(f"[dim]cooperation[/] [{colour}]{escape(coop.summary)}[/]")
+            if coop.patterns:
+                lines.append(f"[dim]pattern[/] [b]{escape(', '.join(coop.patterns))}[/]")
         self.update("\n".join(lines))
