@@ -97,6 +97,18 @@ class ZygoteClient:
         exits, self.exits = self.exits, {}
         return exits
 
+    def kill(self, pid: int) -> bool:
+        """Ask the zygote to kill its job `pid` (False: the zygote is gone). Only the parent
+        can do it safely: until it reaps the job, the pid cannot belong to anyone else."""
+        if self.sock is None:
+            return False
+        try:
+            self.sock.send(json.dumps({"op": "kill", "pid": pid}).encode())
+        except OSError:
+            self.forget()
+            return False
+        return True
+
     def sweep(self) -> int:
         if self.sock is None:
             return 0

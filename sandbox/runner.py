@@ -37,7 +37,7 @@ if __name__ == "__main__" and sys.path[:1] != [HERE]:
 
 import confine  # noqa: E402
 import judge  # noqa: E402,F401  (imported once here, so each forked judge has it)
-from helper_procs import SPAWN_ENV, JudgeClient, ZygoteClient  # noqa: E402
+from helper_procs import SPAWN_ENV, JudgeClient, ZygoteClient, ZygoteDied  # noqa: E402
 from supervise import Supervisor  # noqa: E402
 from wire import FrameReader, read_frame, write_frame  # noqa: E402
 
@@ -131,9 +131,26 @@ class Runner:
     # ------------------------------------------------------------ JobHost for the supervisor
 
     def spawn(self, fds: list[int]) -> int:
-        if not self.zygote.alive:
+        try:
+            if not self.zygote.alive:
+                self.zygote.start()
+            return self.zygote.spawn(self._spawn_params(), fds)
+        except (ZygoteDied, BrokenPipeError, ConnectionError):
+            # The zygote died between jobs (a program of the same uid killed it, or a memory
+            # limit did) and we have not reaped it yet: bury it, start a fresh one, once.
+            self._bury_zygote()
             self.zygote.start()
-        return self.zygote.spawn(self._spawn_params(), fds)
+            return self.zygote.spawn(self._spawn_params(), fds)
+
+    def _bury_zygote(self) -> None:
+        pid = self.zygote.pid
+        self.zygote.forget()
+        if pid > 0:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
 
     def _spawn_params(self) -> dict[str, Any]:
         job_timeout = float(self._job["timeout"])
@@ -185,6 +202,11 @@ class Runner:
         return out
 
     def kill_child(self, pid: int) -> None:
+        # The zygote (the job's parent) kills it: only the parent knows the pid is still the
+        # job's. With the zygote dead the job was reparented to us (subreaper / pid 1): kill
+        # it only while /proc says it is our child, i.e. not reaped, so the pid is its own.
+        if self.zygote.kill(pid) or not _is_child_of_mine(pid):
+            return
         for kill in (os.killpg, os.kill):  # pid ns init: killing it kills the namespace
             try:
                 kill(pid, signal.SIGKILL)
@@ -283,6 +305,14 @@ class Runner:
 
 def _pids() -> set[int]:
     return {int(p) for p in os.listdir("/proc") if p.isdigit()}
+
+
+def _is_child_of_mine(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1]) == os.getpid()
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 def _pids_of_uid(uid: int) -> set[int]:

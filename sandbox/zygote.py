@@ -74,6 +74,8 @@ class Zygote:
                 msg = json.loads(data)
                 if msg.get("op") == "spawn":
                     self.spawn(msg["params"], fds)
+                elif msg.get("op") == "kill":
+                    self.kill(int(msg["pid"]))
                 elif msg.get("op") == "sweep":
                     send(self.ctl, {"op": "swept", "left": self.sweep()})
                 for fd in fds:
@@ -115,6 +117,18 @@ class Zygote:
             child_main(fds, params, self.ctl)
         self.jobs.add(pid)
         send(self.ctl, {"op": "spawned", "pid": pid})
+
+    def kill(self, pid: int) -> None:
+        """Kill job `pid` and its process group, if it is still ours: a job we reaped is
+        gone, and its pid may already name another process (pids wrap quickly on a busy
+        machine), which must never be signalled."""
+        if pid not in self.jobs:
+            return
+        for kill in (os.killpg, os.kill):  # pid ns init: killing it kills the namespace
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def sweep(self) -> int:
         """Kill every remaining descendant. As a child subreaper we inherit orphans, so

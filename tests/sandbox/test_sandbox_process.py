@@ -99,3 +99,19 @@ def test_without_root_the_fallback_still_judges_and_sweeps() -> None:
     left = subprocess.run(["pgrep", "-u", "65534", "-f", "sandbox/runner.py"],
                           capture_output=True, text=True).stdout.split()
     assert left == []
+
+
+def test_a_zygote_killed_between_jobs_is_replaced_and_the_next_job_runs() -> None:
+    """The runner forks jobs from a zygote; if something kills it while the worker is idle
+    (a program of its uid in Docker, a memory limit), the next job must not fail."""
+    from sandbox_helpers import our_runner_pids
+
+    job = Job(program="def f():\n    return 1\n", tests="assert f() == 1\n", entry_point="f")
+    with ProcessSandbox(1) as sb:
+        assert sb.run(job).passed
+        zygotes = [p for p in our_runner_pids()
+                   if b"--zygote" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert len(zygotes) == 1
+        os.kill(zygotes[0], 9)
+        verdicts = [sb.run(job) for _ in range(3)]
+        assert [v.status for v in verdicts] == ["passed"] * 3, verdicts[0].detail
