@@ -9,6 +9,7 @@ as it can be, never an exception. Used by `coopcode checkpoints` and the TUI.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,3 +160,25 @@ def reward_curve(history: list[dict[str, Any]], buckets: int = 10) -> list[dict[
             "pass_rate": sum(float(r.get("pass_rate", 0.0)) for r in block) / len(block),
         })
     return out
+
+
+CURVES = "curves.png"
+
+
+def plot_curves(info: CheckpointInfo, path: Path | None = None) -> Path:
+    """The run's training curves as a PNG (`RUN/curves.png` unless `path`), or a UserError."""
+    from coopcode.plots import plot_training
+
+    history = info.metrics_history()
+    if not history:
+        raise UserError(f"{info.path}: no metrics.jsonl to plot (a run writes one per step)")
+    path = path or info.path / CURVES
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UserError(f"{path}: cannot write the curves here (permission denied)")
+    config = info.manifest.get("config")
+    config = config if isinstance(config, dict) else {}
+    steps = [r["step"] for r in history if isinstance(r.get("step"), int)]
+    title = (f"{info.name}: {info.algorithm}, steps {min(steps, default=0)}-{max(steps, default=0)}"
+             f"\n{info.base}, n={config.get('group_size', '?')} samples per problem and agent, "
+             f"T={config.get('temperature', '?')}, problems {config.get('problems', '?')}")
+    return plot_training(history, title, path)

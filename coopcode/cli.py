@@ -306,6 +306,7 @@ def evaluate(
 def compare(
     runs: Annotated[list[str], typer.Argument(help="Bench --out folders; FOLDER:SCHEME picks one scheme. The first is the baseline A; each later run is B.", show_default=False)],
     k: Annotated[str | None, typer.Option("--k", help="Comma-separated k values \\[default: the k both runs were benched with].")] = None,
+    n: Annotated[int | None, typer.Option("--n", help="Use samples 0..N-1 of each problem only (runs benched with the same --seed then share their seeds).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparisons as one JSON object.")] = False,
     as_markdown: Annotated[bool, typer.Option("--markdown", help="Print a markdown table (for a paper or an issue).")] = False,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Also write compare.md, compare.json and a per-problem pass@1 figure per pair here.")] = None,
@@ -319,7 +320,7 @@ def compare(
     ks = _parse_ks(k) if k is not None else None
     if out_dir is not None:
         check_output_folder(out_dir)
-    comparisons = [compare_runs(a, b, ks) for a, b in pair_up(runs)]
+    comparisons = [compare_runs(a, b, ks) for a, b in pair_up(runs, n)]
     if out_dir is not None:
         write_outputs(out_dir, comparisons)
     if as_json:

@@ -94,8 +94,9 @@ def _split_spec(spec: str) -> tuple[Path, str | None]:
     return Path(folder), scheme or None
 
 
-def load_runs(spec: str) -> list[Run]:
-    """Every method of the run `spec` names (one when `spec` is FOLDER:SCHEME)."""
+def load_runs(spec: str, n: int | None = None) -> list[Run]:
+    """Every method of the run `spec` names (one when `spec` is FOLDER:SCHEME); with `n`,
+    only samples 0..n-1 of each problem (runs made with the same seed share their seeds)."""
     folder, wanted = _split_spec(spec)
     if not folder.exists():
         raise UserError(f"{folder}: no such folder (a `coopcode bench --out` folder)")
@@ -113,7 +114,10 @@ def load_runs(spec: str) -> list[Run]:
     records = _read_records(samples)
     config = meta.get("config")
     config = config if isinstance(config, dict) else {}
-    n = int(config.get("n") or 1 + max((int(r["sample"]) for r in records), default=0))
+    run_n = int(config.get("n") or 1 + max((int(r["sample"]) for r in records), default=0))
+    if n is not None and not 1 <= n <= run_n:
+        raise UserError(f"--n {n}: {folder} has {run_n} samples per problem; use 1 to {run_n}")
+    n = n or run_n
     by_scheme: dict[str, dict[str, dict[int, dict[str, Any]]]] = defaultdict(lambda: defaultdict(dict))
     for r in records:
         if int(r["sample"]) < n:
@@ -136,9 +140,9 @@ def load_runs(spec: str) -> list[Run]:
     return runs
 
 
-def load_run(spec: str) -> Run:
+def load_run(spec: str, n: int | None = None) -> Run:
     """The one method `spec` names: FOLDER (holding one scheme) or FOLDER:SCHEME."""
-    runs = load_runs(spec)
+    runs = load_runs(spec, n)
     if len(runs) > 1:
         names = ", ".join(r.scheme for r in runs)
         raise UserError(f"{spec} holds several schemes ({names}): name one as "
@@ -171,18 +175,18 @@ def summarize_folder(folder: Path) -> Any:
     return summary
 
 
-def pair_up(specs: list[str]) -> list[tuple[Run, Run]]:
+def pair_up(specs: list[str], n: int | None = None) -> list[tuple[Run, Run]]:
     """(A, B) pairs: every method of each later run against the first run's same scheme.
 
     A first run holding one method is the baseline of every later method, whatever its
     scheme (`compare runs/x:single runs/x:sequential` compares two schemes of one run)."""
     if len(specs) < 2:
         raise UserError("compare needs at least two runs: coopcode compare RUN_A RUN_B [RUN_C ...]")
-    base = load_runs(specs[0])
+    base = load_runs(specs[0], n)
     by_scheme = {r.scheme: r for r in base}
     pairs = []
     for spec in specs[1:]:
-        for run in load_runs(spec):
+        for run in load_runs(spec, n):
             a = base[0] if len(base) == 1 else by_scheme.get(run.scheme)
             if a is None:
                 raise UserError(f"{specs[0]} has no {run.scheme!r} method to pair {run.label} "

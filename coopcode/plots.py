@@ -123,6 +123,8 @@ def plot_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str], 
 def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) -> Path:
     """Training curves: reward per level, pass rate, cooperation pattern rates and loss."""
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
 
     def curve(ax: Any, key: str, label: str) -> bool:
@@ -142,7 +144,7 @@ def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) 
     curve(ax, "main_calls_helper", "main calls the helper")
     ax.set_ylabel("share of joint actions")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("pass rate")
+    ax.set_title("pass rate and helper use")
     ax = axes[1][0]
     drawn = [curve(ax, f"coop/{p}", p) for p in PATTERNS]
     if not any(drawn):
@@ -163,5 +165,6 @@ def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) 
             ax.legend(fontsize=8)
     for ax in axes[1]:
         ax.set_xlabel("training step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers
     fig.suptitle(title, fontsize=11)
     return _save(fig, path)

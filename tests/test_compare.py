@@ -106,6 +106,12 @@ def test_differences_between_the_runs_are_said_plainly(tmp_path: Path) -> None:
     # k defaults to what both runs were benched with, up to the smaller n
     data = json.loads(coopcode("compare", str(a), str(b), "--json").stdout)
     assert [row["k"] for row in data["comparisons"][0]["per_k"]] == [1]
+    # --n 4: samples 0-3 of each (the same seeds): n agrees, and pass@4 can be asked for
+    data = json.loads(coopcode("compare", str(a), str(b), "--n", "4", "--k", "1,4", "--json").stdout)
+    (c,) = data["comparisons"]
+    assert c["b"]["n"] == 4 and not any("n differs" in note for note in c["notes"])
+    assert [row["k"] for row in c["per_k"]] == [1, 4]
+    assert_one_line_error(coopcode("compare", str(a), str(b), "--n", "5"), "--n 5", "has 4 samples")
 
 
 def test_refusals_are_one_line_and_exit_2(tmp_path: Path, two_runs: tuple[Path, Path]) -> None:

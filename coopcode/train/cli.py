@@ -253,14 +253,17 @@ def checkpoints_show(
     run: Annotated[str, typer.Argument(help="A run name in checkpoints/ or a run folder.")],
     root: Annotated[Path, typer.Option("--dir", help="Folder holding the runs.")] = Path("checkpoints"),
     as_json: Annotated[bool, typer.Option("--json", help="Print the manifest and curve as JSON.")] = False,
+    plot: Annotated[bool, typer.Option("--plot", help="Also write the training curves (reward per level, pass rate, cooperation patterns, loss) to RUN/curves.png.")] = False,
 ) -> None:
     """One run: its base model, algorithm, settings, adapters and training curve."""
-    from coopcode.checkpoints import find_checkpoint, reward_curve
+    from coopcode.checkpoints import find_checkpoint, plot_curves, reward_curve
 
     info = find_checkpoint(run, root)
     curve = reward_curve(info.metrics_history())
+    written = plot_curves(info) if plot else None
     if as_json:
-        print(json.dumps({**info.to_dict(), "curve": curve}, default=str))
+        extra = {"curves_png": str(written)} if written is not None else {}
+        print(json.dumps({**info.to_dict(), "curve": curve, **extra}, default=str))
         return
     m = info.manifest
     base: dict[str, Any] = m["base"] if isinstance(m.get("base"), dict) else {}
@@ -284,6 +287,8 @@ def checkpoints_show(
         for row in curve:
             table.add_row(row["steps"], f"{row['reward_mean']:.3f}", f"{row['pass_rate']:.1%}")
         out.print(table)
+    if written is not None:
+        out.print(f"curves: {written}", highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

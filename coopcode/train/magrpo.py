@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from coopcode.attempts import main_calls_helper
+from coopcode.cooperation import classify_cooperation, pattern_rates
 from coopcode.errors import UserError
 from coopcode.problems import Problem
 from coopcode.rewards import RewardFn, magrpo_reward
@@ -281,6 +282,14 @@ class MAGRPOTrainer:
                                        n.samples["helper"][a.members["helper"]].code)
                      for n in roots for a in n.actions]
             out["main_calls_helper"] = mean([1.0 if c else 0.0 for c in calls])
+            # How the cooperation patterns move with the steps (the paper's emergent
+            # schemes): the share of this step's first-turn joint actions carrying each.
+            patterns = [classify_cooperation(r.root.samples["helper"][a.members["helper"]].code,
+                                             r.root.samples["main"][a.members["main"]].code,
+                                             r.problem.entry_point)
+                        for r in rollouts for a in r.root.actions]
+            for name, rate in pattern_rates(patterns).items():
+                out[f"coop/{name}"] = rate
         out["truncated_rate"] = rstats.finish.get("length", 0) / max(1, rstats.samples)
         return out
 
