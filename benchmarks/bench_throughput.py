@@ -1,6 +1,6 @@
 """Bench throughput: the scheduler (many problems in flight) vs the ways we ran before.
 
-    .venv/bin/python benchmarks/bench_throughput.py [--part greedy|sampled|both] [--reps 2]
+    .venv/bin/python benchmarks/bench_throughput.py [--part greedy|sampled|both|vllm] [--reps 2]
         [--max-new-tokens 384] [--max-batch 32] [--engine transformers|openai --base-url URL]
 
 Same engine, same problems, same seeds, in one process, the two sides interleaved
@@ -12,6 +12,9 @@ Same engine, same problems, same seeds, in one process, the two sides interleave
   sandbox while the engine waits. Target >= 1.5x.
 For each side: samples/s, and the share of wall time the engine sat idle waiting for the
 sandbox (target under 5% for ours). Both sides execute every program in the sandbox.
+- vllm: the sampled work through the scheduler on `vllm serve` (vLLM's CPU build from
+  .venv-vllm, the same model and prompts, the OpenAI-compatible engine) vs on the embedded
+  engine, at the same concurrency. Goal: the embedded engine at least as fast.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from coopcode.scheduler import Scheduler, sample_specs
 from coopcode.schemes import SampleState, get_scheme
 from coopcode.solve import hidden_test_job
 from sandbox import Sandbox, open_sandbox
+
+CONCURRENCY: int | None = None  # --concurrency (None: what fills the engine)
 
 
 def ours(engine: Engine, sandbox: Sandbox, problems: list[Problem], scheme: str, n: int,
@@ -76,7 +81,7 @@ def part(name: str, engine: Engine, sandbox: Sandbox, reps: int, problems: list[
             ref = ours(engine, sandbox, problems, scheme, n, params, concurrency=1)
         else:
             ref = per_problem(engine, sandbox, problems, scheme, n, params)
-        new = ours(engine, sandbox, problems, scheme, n, params, concurrency=None)
+        new = ours(engine, sandbox, problems, scheme, n, params, concurrency=CONCURRENCY)
         print(show(f"[{rep + 1}] reference", ref))
         print(show(f"[{rep + 1}] scheduler", new))
         ratios.append((new["samples"] / new["wall"]) / (ref["samples"] / ref["wall"]))
@@ -84,9 +89,46 @@ def part(name: str, engine: Engine, sandbox: Sandbox, reps: int, problems: list[
     print(f"{name}: ratio per rep {', '.join(f'{r:.2f}x' for r in ratios)}")
 
 
+def vllm_part(args: Any) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from coopcode.engines import load_engine
+    from coopcode.engines.vllm_server import VLLMServer
+    from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
+
+    problems = load_humaneval("test")[:8]
+    params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.8, seed=0)
+    concurrency = args.concurrency or 64
+    print(f"\n== vllm: 8 problems x n=10, sequential, T=0.8, max_new_tokens={args.max_new_tokens}, "
+          f"concurrency {concurrency}")
+    results = {}
+    with open_sandbox(args.sandbox, warn=print) as sb:
+        log = Path(tempfile.mkdtemp()) / "serve.log"
+        server = VLLMServer(model_dir(CATALOG[DEFAULT_MODEL]), DEFAULT_MODEL, log, kv_cache_gb=4)
+        try:
+            t0 = time.perf_counter()
+            server.wait_ready()
+            print(f"vllm serve ready in {time.perf_counter() - t0:.0f} s")
+            served = load_engine(None, "openai", base_urls=[server.url], max_inflight=concurrency)
+            ours(served, sb, problems[:1], "single", 1, SamplingParams(max_new_tokens=8), None)
+            results["vllm serve"] = ours(served, sb, problems, "sequential", 10, params, concurrency)
+            served.close()
+        finally:
+            server.stop()
+        embedded = load_engine(None, "transformers", **({"max_batch": args.max_batch} if args.max_batch else {}))
+        ours(embedded, sb, problems[:1], "single", 1, SamplingParams(max_new_tokens=8), None)
+        results["embedded"] = ours(embedded, sb, problems, "sequential", 10, params, concurrency)
+    for name, r in results.items():
+        print(show(name, r))
+    rate = {k: r["samples"] / r["wall"] for k, r in results.items()}
+    print(f"vllm: embedded / vllm serve samples/s: {rate['embedded'] / rate['vllm serve']:.2f}x")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=("greedy", "sampled", "both"), default="both")
+    ap.add_argument("--part", choices=("greedy", "sampled", "both", "vllm"), default="both")
+    ap.add_argument("--concurrency", type=int, default=None)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--max-new-tokens", type=int, default=384)
     ap.add_argument("--max-batch", type=int, default=None)
@@ -98,6 +140,11 @@ def main() -> None:
 
     from coopcode.engines import load_engine
 
+    if args.part == "vllm":
+        vllm_part(args)
+        return
+    global CONCURRENCY
+    CONCURRENCY = args.concurrency
     kw: dict[str, Any] = {}
     if args.max_batch:
         kw["max_batch"] = args.max_batch

@@ -6,14 +6,14 @@ scripts/setup_vllm.sh wrote, never silently.
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from coopcode.engines.vllm_server import VLLMServer as _Server
+from coopcode.engines.vllm_server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv-vllm"
@@ -31,67 +31,19 @@ def vllm_python_or_skip() -> Path:
     return PYTHON
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def vllm_env() -> dict[str, str]:
-    """os.environ plus vLLM's CPU settings, as the launcher documents them."""
-    sys.path.insert(0, str(REPO))
-    from coopcode.engines.vllm_launch import cpu_env
+    from coopcode.engines.vllm_server import vllm_env as env
 
-    env = {**os.environ, **cpu_env(kv_cache_gb=2)}
-    preload = [p for p in env.get("LD_PRELOAD", "").split(":") if p]
-    iomp = VENV / "lib" / "libiomp5.so"
-    if iomp.exists() and str(iomp) not in preload:
-        preload.append(str(iomp))
-    env["LD_PRELOAD"] = ":".join(preload)
-    env.pop("OMP_WAIT_POLICY", None)
-    return env
+    return env(VENV)
 
 
-class VLLMServer:
+class VLLMServer(_Server):
     """`vllm serve` of the embedded model with the committed pair as two LoRA modules."""
 
     def __init__(self, model_dir: Path, log: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        argv = [str(vllm_python_or_skip()), str(REPO / "coopcode" / "engines" / "vllm_launch.py"),
-                "serve", str(model_dir), "--served-model-name", SERVED,
-                "--host", "127.0.0.1", "--port", str(self.port), "--dtype", "bfloat16",
-                "--max-model-len", "4096", "--enable-lora", "--max-loras", "3",
-                "--max-lora-rank", "8", "--lora-modules", f"helper={DEMO / 'helper'}",
-                f"main={DEMO / 'main'}", "--max-num-batched-tokens", "16384", "--seed", "0"]
-        self.log = log
-        self.proc = subprocess.Popen(argv, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
-                                     env=vllm_env(), start_new_session=True)
-
-    def wait_ready(self, timeout: float = 600) -> None:
-        import httpx2 as httpx
-
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                tail = self.log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"vllm serve exited with {self.proc.returncode}:\n{tail}")
-            try:
-                if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        raise RuntimeError(f"vllm serve was not ready in {timeout:.0f} s")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, 15)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
-                self.proc.wait()
+        vllm_python_or_skip()
+        super().__init__(model_dir, SERVED, log, venv=VENV,
+                         lora_modules={"helper": DEMO / "helper", "main": DEMO / "main"})
 
 
 class FaultProxy:
