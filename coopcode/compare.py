@@ -41,7 +41,8 @@ class Run:
     meta: dict[str, Any]
     n: int
     passed: dict[str, list[bool]]  # complete problems only: task id -> n results
-    patterns: list[list[str]] = field(default_factory=list)  # per sample
+    # per sample, in the order of `passed` (task by task, sample by sample)
+    patterns: list[list[str]] = field(default_factory=list)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -131,9 +132,10 @@ def load_runs(spec: str, n: int | None = None) -> list[Run]:
         complete = {t: [s[i] for i in range(n)] for t, s in by_scheme[scheme].items()
                     if len(s) == n}
         label = folder.name if len(schemes) == 1 and not wanted else f"{folder.name}:{scheme}"
+        ordered = sorted(complete.items())
         runs.append(Run(label, folder, scheme, meta, n,
-                        {t: [bool(x.get("passed")) for x in v] for t, v in sorted(complete.items())},
-                        [record_patterns(x) for v in complete.values() for x in v]))
+                        {t: [bool(x.get("passed")) for x in v] for t, v in ordered},
+                        [record_patterns(x) for _t, v in ordered for x in v]))
     if not any(r.passed for r in runs):
         raise UserError(f"{spec}: no problem has all its n={n} samples yet: "
                         "finish the run (rerun the bench with the same --out)")

@@ -63,7 +63,7 @@ def plot_pass_at_k(rows: Sequence[Mapping[str, Any]], ks: Sequence[int], meta: M
     ax.set_xticks(list(ks))
     ax.set_xlabel("k (samples drawn per problem)")
     ax.set_ylabel("pass@k (%)")
-    ax.set_ylim(0, 100)
+    ax.set_ylim(-2, 102)  # points at 0% and 100% stay whole
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     ax.set_title(run_title("pass@k with 95% intervals over problems", meta), fontsize=10)

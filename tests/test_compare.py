@@ -182,3 +182,16 @@ def test_two_real_small_runs(tmp_path: Path, process_sandbox: object) -> None:
     both = coopcode("compare", f"{tmp_path / 'trained'}:sequential",
                     f"{tmp_path / 'trained'}:sequential", "--json")
     assert json.loads(both.stdout)["comparisons"][0]["per_k"][0]["diff_mean"] == 0.0
+
+
+def test_pattern_rates_script_prints_the_table(two_runs: tuple[Path, Path]) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "pattern_rates.py"),
+                           *map(str, two_runs)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # make_run's records alternate a wrapper and a coordinator main, unclassified on disk
+    assert "| untrained | sequential | 10 | 40 | 0.0% | 50.0% | 0.0% | 0.0% | 50.0% | 0.0% |" \
+        in done.stdout
+    assert "| trained | — | 70.0% of 20 | — | — | 45.0% of 20 | — | 57.5% of 40 |" in done.stdout
