@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -412,6 +414,10 @@ def main() -> None:
     """
     from sandbox import SandboxUnavailable
 
+    if os.environ.pop("COOPCODE_DEFAULT_SIGINT", ""):
+        # A child of the TUI: its Stop is SIGINT (save, then exit 130), even when the TUI was
+        # itself started with SIGINT ignored (nohup, a background job) and passed that on.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     # Recent typer carries its own copy of click: take its exceptions from where BadParameter lives.
     clicks = importlib.import_module(typer.BadParameter.__module__)
     no_args_is_help = getattr(clicks, "NoArgsIsHelpError", ())  # click >= 8.2

@@ -54,6 +54,7 @@ class ChildJob:
     def start(self) -> None:
         env = dict(self.env if self.env is not None else os.environ)
         env["PYTHONUNBUFFERED"] = "1"
+        env["COOPCODE_DEFAULT_SIGINT"] = "1"  # Stop's SIGINT must reach it (see coopcode.cli)
         with open(self.events_path, "wb") as out, open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
                 self.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=self.cwd,
