@@ -59,3 +59,18 @@ async def test_patterns_show_after_a_run(make_app):
         assert str(patterns.render()) == "sequential: decorator 50% · ignored 25% · coordinator 25%"
         live = screen.query_one("#live-table")
         assert [str(c) for c in live.get_row_at(0)][1] == "50.0% ±10.0\n30.0–70.0%"
+
+
+def test_live_rows_carry_intervals_as_problems_finish() -> None:
+    from tui.screens.bench import LiveScores
+
+    live = LiveScores([1], 2)
+    for task, results in {"a": (True, True), "b": (True, False), "c": (False, False)}.items():
+        for i, ok in enumerate(results):
+            live.add(ev.VerdictReady(task_id=task, sample=i, scheme="sequential",
+                                     verdict={"status": "passed" if ok else "failed",
+                                              "n_passed": int(ok), "n_tests": 1}))
+    (row,) = live.rows()
+    # per-problem pass@1 1, .5, 0: mean .5, se = sqrt(.25 / 3) = .288675
+    assert row["problems"] == 3 and row["pass@1"] == 0.5
+    assert abs(row["pass@1_se"] - 0.288675) < 1e-6 and row["pass@1_ci"] == [0.0, 1.0]

@@ -62,7 +62,9 @@ class LiveScores:
         self.samples[event.scheme].setdefault(event.task_id, {})[event.sample] = result
 
     def rows(self) -> list[dict[str, Any]]:
-        from coopcode.metrics import mean_acc_at_k, mean_pass_at_k
+        """Rows like the summary's: means, and their standard error and 95% interval."""
+        from coopcode.metrics import acc_at_k_by_problem, pass_at_k_by_problem
+        from coopcode.stats import mean_interval
 
         rows = []
         for scheme, tasks in self.samples.items():
@@ -70,8 +72,15 @@ class LiveScores:
                     if all(i in s for i in range(self.n))}
             row: dict[str, Any] = {"method": scheme, "problems": len(done)}
             for k in self.ks:
-                row[f"pass@{k}"] = mean_pass_at_k({t: [p for p, _ in r] for t, r in done.items()}, k) if done else 0.0
-                row[f"acc@{k}"] = mean_acc_at_k({t: [f for _, f in r] for t, r in done.items()}, k) if done else 0.0
+                for metric, by_problem in (
+                        (f"pass@{k}", pass_at_k_by_problem({t: [p for p, _ in r] for t, r in done.items()}, k)),
+                        (f"acc@{k}", acc_at_k_by_problem({t: [f for _, f in r] for t, r in done.items()}, k))):
+                    if not by_problem:
+                        row[metric] = 0.0
+                        continue
+                    est = mean_interval(list(by_problem.values()))
+                    row[metric], row[f"{metric}_se"] = est.mean, est.se
+                    row[f"{metric}_ci"] = None if est.low is None else [est.low, est.high]
             rows.append(row)
         return rows
 
