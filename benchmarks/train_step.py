@@ -92,16 +92,18 @@ def main() -> None:
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval
     from coopcode.train.metrics import peak_rss_mb
+    from coopcode.train.policy import TransformersPolicy
 
     problem = next(p for p in load_humaneval("all") if p.task_id == args.task)
     engine = TransformersEngine(args.model)
-    params = engine.add_trainable_adapter(
+    policy = TransformersPolicy.sharing(engine)
+    params = policy.add_adapter(
         "main", LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", task_type="CAUSAL_LM"))
-    engine.peft.set_adapter("main")
-    model = engine.base
+    policy.select("main")
+    model = policy.base
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():  # a trained-looking adapter: B is 0 right after init
-        for n, p in engine.peft.named_parameters():
+        for n, p in policy.peft.named_parameters():
             if "lora_B" in n and ".main." in n:
                 p.copy_(torch.randn(p.shape, generator=gen) * 1e-3)
 

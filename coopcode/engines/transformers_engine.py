@@ -172,77 +172,23 @@ class TransformersEngine(Engine):
     def net(self) -> Any:
         return self.peft if self.peft is not None else self.base
 
-    # -- training (coopcode.train) ----------------------------------------------------------
+    # -- adapters trained elsewhere ---------------------------------------------------------
 
-    def add_trainable_adapter(self, name: str, lora_config: Any = None, *,
-                              weights: str | None = None) -> list[Any]:
-        """Attach LoRA adapter `name` whose weights a trainer updates in place.
-
-        Sampling with adapter=`name` then uses the current policy: there is no second copy
-        of the model to keep in sync. The adapter is fresh from `lora_config`, or starts
-        from the PEFT folder `weights` (checked against this base). Its parameters are
-        returned in float32 (Adam steps of ~1e-5 vanish in bf16).
-        """
-        import torch
-        from peft import LoraConfig, get_peft_model
-
-        if weights is not None:
-            from coopcode.adapters import check_adapter
-
-            folder = check_adapter(weights, self.model_fingerprint, self.model_name)
-            lora_config = LoraConfig.from_pretrained(str(folder))
-            lora_config.inference_mode = False
+    def attach_adapters(self, peft_model: Any, names: Sequence[str]) -> None:
+        """Sample with adapters whose weights live in `peft_model`, a PEFT model around this
+        engine's own base (a trainer's, `coopcode.train.policy`): trained in place, they are
+        always current here, with no second copy to sync."""
         with self._lock:
-            if name in self._adapters:
-                raise ModelError(f"adapter {name!r} is already loaded")
-            if self.peft is None:
-                self.peft = get_peft_model(self.base, lora_config, adapter_name=name)
-            else:
-                self.peft.add_adapter(name, lora_config)
-            self.peft.eval()  # no dropout: the update scores the policy that sampled
-            self._adapters[name] = "(training)"
-            params = self.adapter_parameters(name)
-            for p in params:
-                p.data = p.data.to(torch.float32)
-            if weights is not None:
-                self.load_adapter_weights(name, weights)
-        return params
+            if self.peft is not None and self.peft is not peft_model:
+                raise ModelError("this engine already has adapters on another PEFT model")
+            self.peft = peft_model
+            for name in names:
+                self._adapters[name] = "(training)"
 
-    def adapter_parameters(self, name: str) -> list[Any]:
-        """The LoRA weights of adapter `name` (for an optimizer)."""
-        marker = f".{name}."
-        return [p for n, p in self.peft.named_parameters() if "lora_" in n and marker in n]
-
-    def load_adapter_weights(self, name: str, folder: str) -> None:
-        """Overwrite trainable adapter `name`'s weights with those saved in `folder`."""
-        from peft import set_peft_model_state_dict
-        from safetensors.torch import load_file
-
-        state = load_file(str(Path(folder) / "adapter_model.safetensors"))
-        with self._lock:
-            result = set_peft_model_state_dict(self.peft, state, adapter_name=name)
-        unexpected = getattr(result, "unexpected_keys", []) or []
-        if any("lora_" in k for k in unexpected):
-            raise ModelError(f"adapter {folder}: its weights do not fit adapter {name!r}")
-
-    def save_adapter(self, name: str, folder: str | Path) -> Path:
-        """Write adapter `name` as a standard PEFT folder (adapter_config.json + safetensors)."""
-        import copy
-
-        from peft import get_peft_model_state_dict
-        from safetensors.torch import save_file
-
-        out = Path(folder)
-        out.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            state = get_peft_model_state_dict(self.peft, adapter_name=name)
-            config = copy.deepcopy(self.peft.peft_config[name])
-        config.inference_mode = True  # what PeftModel.save_pretrained records
-        config.base_model_name_or_path = self.model_name
-        config.save_pretrained(str(out))
-        save_file({k: v.detach().contiguous().cpu() for k, v in state.items()},
-                  str(out / "adapter_model.safetensors"), metadata={"format": "pt"})
-        return out
+    @property
+    def adapter_lock(self) -> Any:
+        """Held for a whole decode step: adapters must not change under one."""
+        return self._lock
 
     def encode(self, text: str) -> list[int]:
         """Token ids of a rendered prompt, exactly as `generate` tokenizes it."""

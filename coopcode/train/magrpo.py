@@ -31,8 +31,8 @@ from coopcode.problems import Problem
 from coopcode.rewards import RewardFn, magrpo_reward
 from coopcode.train.config import TrainConfig, lora_target_modules
 from coopcode.train.data import ProblemOrder
-from coopcode.train.logprobs import completion_logprobs
 from coopcode.train.metrics import peak_rss_mb
+from coopcode.train.policy import TransformersPolicy
 from coopcode.train.rollout import (
     ADAPTER_OF_ROLE,
     ExecutionScorer,
@@ -84,10 +84,11 @@ class MAGRPOTrainer:
 
     def __init__(
         self,
-        engine: Any,  # a TransformersEngine: adapters are trained in place on its base model
+        engine: Any,  # samples the rollouts
         config: TrainConfig,
         problems: Sequence[Problem],
         *,
+        policy: TransformersPolicy | None = None,  # None: train in place on the engine's model
         sandbox: Sandbox | None = None,
         scorer: Scorer | None = None,
         reward_fn: RewardFn | None = None,
@@ -104,6 +105,7 @@ class MAGRPOTrainer:
                 raise ValueError("the execution reward needs a sandbox (or pass a scorer)")
             scorer = ExecutionScorer(sandbox, reward_fn or self.default_reward, config.timeout)
         self.engine, self.config, self.problems = engine, config, list(problems)
+        self.policy = policy or TransformersPolicy.sharing(engine)
         self.roles = config.roles
         self.order = ProblemOrder(len(self.problems), config.problems_per_step, config.seed)
         self.total_steps = total_steps or config.total_steps(len(self.problems))
@@ -128,7 +130,7 @@ class MAGRPOTrainer:
         inits = {"helper": cfg.helper_init, "main": cfg.main_init, "single": cfg.main_init}
         for role in self.roles:
             name = ADAPTER_OF_ROLE[role]
-            params = self.engine.add_trainable_adapter(name, lora, weights=inits[role])
+            params = self.policy.add_adapter(name, lora, weights=inits[role])
             self.params[role] = params
             opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
             self.optimizers[role] = opt
@@ -196,8 +198,8 @@ class MAGRPOTrainer:
         # (often whole groups, when every joint action got the same reward).
         work = [[s for s in g if s.completion_ids and (s.advantage != 0.0 or need_kl)]
                 for g in groups]
-        peft = self.engine.peft
-        peft.set_adapter(ADAPTER_OF_ROLE[role])  # also makes only this adapter's weights trainable
+        name = ADAPTER_OF_ROLE[role]
+        self.policy.select(name)  # also makes only this adapter's weights trainable
         loss_sum, kl_sum, ent_sum, tokens, ent_n = 0.0, 0.0, 0.0, 0, 0
         for group in work:
             for start in range(0, len(group), cfg.micro_batch):
@@ -207,14 +209,13 @@ class MAGRPOTrainer:
                 comps = [s.completion_ids for s in chunk]
                 adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32)
                 with torch.enable_grad():
-                    lp = completion_logprobs(self.engine.base, prompts, comps,
-                                             temperature=cfg.temperature)
+                    lp = self.policy.logprobs(name, prompts, comps, temperature=cfg.temperature)
                     seq = lp.reduce(cfg.logprob_reduction)
                     loss = -(adv.to(seq.device) * seq).sum() / total
                     if need_kl:
-                        with torch.no_grad(), peft.disable_adapter():
-                            ref = completion_logprobs(self.engine.base, prompts, comps,
-                                                      temperature=cfg.temperature)
+                        with torch.no_grad():
+                            ref = self.policy.logprobs(None, prompts, comps,
+                                                       temperature=cfg.temperature)
                         # k3 estimator (Schulman): exp(r) - r - 1 >= 0, r = log pi_ref - log pi
                         r = (ref.values - lp.values) * lp.mask
                         k3 = (torch.exp(r) - r - 1) * lp.mask

@@ -110,7 +110,7 @@ def train(
     if state_dir is not None:
         trainer_state, _ = ckpt.load_state(state_dir)
         for name in names:
-            engine.load_adapter_weights(name, str(state_dir / name))
+            trainer.policy.load_weights(name, state_dir / name)
         trainer.load_state_dict(trainer_state)
         ckpt.publish_adapters(out, state_dir, names)
     for name in ("metrics.jsonl", "samples.jsonl"):
@@ -129,7 +129,7 @@ def train(
     def save(step: int) -> None:
         def write_adapters(folder: Path) -> None:
             for name in names:
-                engine.save_adapter(name, folder / name)
+                trainer.policy.save(name, folder / name)
 
         info = {"task_ids": [p.task_id for p in problems], "algorithm": config.algo,
                 "base": {"name": engine.model_name, "fingerprint": engine.model_fingerprint}}

@@ -20,13 +20,16 @@ from coopcode.train.logprobs import (
 def _engine_with_adapter(make_engine: Any, model_dir: Path) -> Any:
     from peft import LoraConfig
 
+    from coopcode.train.policy import TransformersPolicy
+
     engine = make_engine(model_dir)
-    params = engine.add_trainable_adapter("main", LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    policy = TransformersPolicy.sharing(engine)
+    params = policy.add_adapter("main", LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():  # LoRA B starts at 0; give the adapter a real effect
         for p in params:
             p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
-    engine.peft.set_adapter("main")
+    policy.select("main")
     return engine, params
 
 

@@ -33,7 +33,7 @@ def _samples(trainer: Any, advantages: list[float]) -> list[Sample]:
 
 
 def _logp(trainer: Any, samples: list[Sample]) -> list[float]:
-    trainer.engine.peft.set_adapter("main")
+    trainer.policy.select("main")
     with torch.no_grad():
         lp = completion_logprobs(trainer.engine.base, [s.prompt_ids for s in samples],
                                  [s.completion_ids for s in samples],
