@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from coopcode.engines.base import (
@@ -126,6 +127,10 @@ class OpenAIEngine(Engine):
         self._free = threading.Condition(self._lock)
         self._pool = ThreadPoolExecutor(self.preferred_concurrency, thread_name_prefix="coopcode-openai")
         self._adapters: dict[str, str] = {r: n for r, n in self.served.items() if n}
+        # vLLM can stream the sampled token ids: a trainer then scores exactly the tokens
+        # that were drawn (re-tokenizing the text can split it differently).
+        self.token_ids_from_server = _server_version(self.replicas[0].base_url) is not None
+        self._versions: dict[str, int] = {}  # adapters loaded at run time: their version
 
     # -- what the server is ---------------------------------------------------------------
 
@@ -159,8 +164,36 @@ class OpenAIEngine(Engine):
         return dict(self._adapters)
 
     def load_adapter(self, name: str, path: str) -> None:
-        raise ModelError(f"the openai engine serves adapters by name: start the server with "
-                         f"--lora-modules {name}={path} and pass --{name}-model {name}")
+        """Serve the adapter at `path` as agent `name`: loaded on every replica under a new
+        served name (vLLM's runtime LoRA loading: start `vllm serve` with
+        VLLM_ALLOW_RUNTIME_LORA_UPDATING=True; `path` must be readable by the servers), then
+        the previous version is unloaded. A trainer calls this after each optimizer step."""
+        import httpx2 as httpx
+
+        version = self._versions.get(name, 0) + 1
+        served = f"{name}-v{version}"
+        folder = str(Path(path).resolve())
+        for replica in self.replicas:
+            try:
+                reply = httpx.post(f"{replica.base_url}/load_lora_adapter", timeout=120,
+                                   json={"lora_name": served, "lora_path": folder})
+            except httpx.HTTPError as e:
+                raise ServerError(f"{replica.base_url} did not answer load_lora_adapter ({e})") from None
+            if reply.status_code == 404:
+                raise ServerError(f"{replica.base_url} cannot load adapters at run time: start vllm "
+                                  f"serve with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora")
+            if reply.status_code != 200:
+                raise ServerError(f"{replica.base_url} refused adapter {folder} "
+                                  f"({reply.status_code}: {reply.text.strip()[:200]})")
+        old = self._adapters.get(name) if name in self._versions else None
+        self._adapters[name], self._versions[name] = served, version
+        if old is not None:
+            for replica in self.replicas:
+                try:
+                    httpx.post(f"{replica.base_url}/unload_lora_adapter", timeout=60,
+                               json={"lora_name": old})
+                except httpx.HTTPError:
+                    pass  # the old version only takes a slot until the server evicts it
 
     def render_chat(self, messages: list[dict[str, str]]) -> str:
         return str(self.tokenizer.apply_chat_template(messages, tokenize=False,
@@ -260,8 +293,11 @@ class OpenAIEngine(Engine):
             model=model, prompt=sub.request.prompt, max_tokens=p.max_new_tokens,
             temperature=p.temperature, top_p=p.top_p if p.temperature > 0 else 1.0,
             seed=derive_seed(p.seed, p.index + i), stop=stops[:MAX_SERVER_STOPS] or None, n=1,
-            stream=True, stream_options={"include_usage": True})
+            stream=True, stream_options={"include_usage": True},
+            extra_body={"return_token_ids": True} if self.token_ids_from_server else None)
         text, shown, chunks, reported, reason, usage = "", 0, 0, 0, "length", None
+        ids: list[int] = []
+        cut_here = False
         try:
             for chunk in _guarded(stream):
                 if sub.cancelled.is_set():
@@ -270,6 +306,7 @@ class OpenAIEngine(Engine):
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage.completion_tokens
                 for choice in chunk.choices or []:
+                    ids += (getattr(choice, "model_extra", None) or {}).get("token_ids") or []
                     if choice.text:
                         text += choice.text
                         chunks += 1  # one streamed chunk per token (vLLM); usage corrects it
@@ -277,7 +314,7 @@ class OpenAIEngine(Engine):
                         reason = "length" if choice.finish_reason == "length" else "stop"
                 cut = find_stop(text, stops, stop_search_start(shown, stops))
                 if cut is not None:  # a stop string the server was not given
-                    text, reason = text[:cut], "stop"
+                    text, reason, cut_here = text[:cut], "stop", True
                     break
                 safe = safe_length(text, stops)
                 if safe > shown and sub.on_delta is not None:
@@ -290,8 +327,10 @@ class OpenAIEngine(Engine):
                 len(text) > shown or n_tokens > reported):
             # What was held back, and tokens that came with no text (EOS, the stop string).
             sub.on_delta(i, text[shown:], max(0, n_tokens - reported))
+        if not ids or reason == "cancelled" or cut_here:
+            ids = self.encode(text)  # no ids from the server, or the text was cut here
         return Completion(text=text, n_tokens=n_tokens, finish_reason=reason,
-                          token_ids=self.encode(text), seconds=time.time() - started)
+                          token_ids=ids, seconds=time.time() - started)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

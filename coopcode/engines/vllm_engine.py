@@ -72,8 +72,15 @@ class VLLMEngine(Engine):
         folder = check_adapter(path, self.model_fingerprint, self.model_name)
         if name not in self._adapters and len(self._adapters) >= self.max_adapters:
             raise ModelError(f"the vllm engine was started for {self.max_adapters} adapters")
-        lora_id = self._adapters[name][0] if name in self._adapters else len(self._adapters) + 1
-        self._adapters[name] = (lora_id, str(folder))
+        # A new id for every load: vLLM caches an adapter's weights by id, so new weights
+        # under an old id (a trainer's next step) would never be read.
+        self._next_id = getattr(self, "_next_id", 0) + 1
+        old = self._adapters.get(name)
+        self._adapters[name] = (self._next_id, str(folder))
+        if old is not None:
+            remove = getattr(self.llm.llm_engine, "remove_lora", None)
+            if remove is not None:
+                remove(old[0])
 
     def adapters(self) -> dict[str, str]:
         return {k: v[1] for k, v in self._adapters.items()}

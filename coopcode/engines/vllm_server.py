@@ -39,20 +39,28 @@ class VLLMServer:
 
     def __init__(self, model_dir: Path, served_name: str, log: Path, *,
                  lora_modules: Mapping[str, Path] | None = None, max_lora_rank: int = 8,
-                 max_model_len: int = 4096, kv_cache_gb: int = 2, venv: Path = VLLM_VENV) -> None:
+                 max_model_len: int = 4096, kv_cache_gb: int = 2, venv: Path = VLLM_VENV,
+                 runtime_lora: int = 0) -> None:
+        """`runtime_lora`: adapters that will be loaded while it runs (a trainer's, through
+        /v1/load_lora_adapter); slots are kept for them and for a new version beside each."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         argv = [str(venv / "bin" / "python"), str(REPO / "coopcode" / "engines" / "vllm_launch.py"),
                 "serve", str(model_dir), "--served-model-name", served_name, "--host", "127.0.0.1",
                 "--port", str(self.port), "--dtype", "bfloat16", "--max-model-len",
                 str(max_model_len), "--seed", "0", *SAFE_SERVE_ARGS]
+        adapters = len(lora_modules or {}) + 2 * runtime_lora
+        if adapters:
+            argv += ["--enable-lora", "--max-loras", str(lora_slots(adapters)),
+                     "--max-lora-rank", str(max_lora_rank)]
         if lora_modules:
-            argv += ["--enable-lora", "--max-loras", str(lora_slots(len(lora_modules))),
-                     "--max-lora-rank", str(max_lora_rank), "--lora-modules",
-                     *[f"{name}={path}" for name, path in lora_modules.items()]]
+            argv += ["--lora-modules", *[f"{name}={path}" for name, path in lora_modules.items()]]
+        env = vllm_env(venv, kv_cache_gb)
+        if runtime_lora:
+            env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] = "True"
         self.log = log
         self.proc = subprocess.Popen(argv, stdout=open(log, "wb"), stderr=subprocess.STDOUT,
-                                     env=vllm_env(venv, kv_cache_gb), start_new_session=True)
+                                     env=env, start_new_session=True)
 
     def wait_ready(self, timeout: float = 600) -> None:
         import httpx2 as httpx

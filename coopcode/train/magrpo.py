@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -31,6 +33,7 @@ from coopcode.problems import Problem
 from coopcode.rewards import RewardFn, magrpo_reward
 from coopcode.train.config import TrainConfig, lora_target_modules
 from coopcode.train.data import ProblemOrder
+from coopcode.train.distributed import Ranks, agent_loss, no_sync
 from coopcode.train.metrics import peak_rss_mb
 from coopcode.train.policy import TransformersPolicy
 from coopcode.train.rollout import (
@@ -89,6 +92,8 @@ class MAGRPOTrainer:
         problems: Sequence[Problem],
         *,
         policy: TransformersPolicy | None = None,  # None: train in place on the engine's model
+        sync_dir: Path | None = None,  # where a separate sampler gets each step's adapters
+        ranks: Ranks | None = None,  # data-parallel ranks (torchrun); None: one process
         sandbox: Sandbox | None = None,
         scorer: Scorer | None = None,
         reward_fn: RewardFn | None = None,
@@ -106,6 +111,11 @@ class MAGRPOTrainer:
             scorer = ExecutionScorer(sandbox, reward_fn or self.default_reward, config.timeout)
         self.engine, self.config, self.problems = engine, config, list(problems)
         self.policy = policy or TransformersPolicy.sharing(engine)
+        self.sync_dir = sync_dir
+        self.ranks = ranks or Ranks()
+        self.losses: dict[str, Any] = {}
+        self._loss_context: tuple[str, int, bool] = ("", 1, False)
+        self._synced_step = -1
         self.roles = config.roles
         self.order = ProblemOrder(len(self.problems), config.problems_per_step, config.seed)
         self.total_steps = total_steps or config.total_steps(len(self.problems))
@@ -132,6 +142,8 @@ class MAGRPOTrainer:
             name = ADAPTER_OF_ROLE[role]
             params = self.policy.add_adapter(name, lora, weights=inits[role])
             self.params[role] = params
+            self.policy.select(name)  # DDP takes the weights that require grad now
+            self.losses[role] = agent_loss(params, self._chunk_loss, self.ranks)
             opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
             self.optimizers[role] = opt
             self.schedulers[role] = torch.optim.lr_scheduler.LambdaLR(
@@ -143,11 +155,28 @@ class MAGRPOTrainer:
 
     # -- a step -----------------------------------------------------------------------------
 
+    def sync_sampler(self) -> None:
+        """A sampler apart from the policy (vLLM, a server) gets the current adapter weights:
+        saved as PEFT folders and loaded under the agents' names (the engine versions them).
+        Nothing to do when the engine samples from the policy's own model."""
+        if self.policy.engine is self.engine or self._synced_step == self.step:
+            return
+        if self.sync_dir is None:
+            raise ValueError("a separate sampler needs a sync_dir for the adapters it loads")
+        folder = self.sync_dir / f"step-{self.step:06d}"
+        for role in self.roles:
+            name = ADAPTER_OF_ROLE[role]
+            self.engine.load_adapter(name, str(self.policy.save(name, folder / name)))
+        self._synced_step = self.step
+        for old in sorted(self.sync_dir.glob("step-*"))[:-2]:  # the server may still read the last
+            shutil.rmtree(old, ignore_errors=True)
+
     def train_step(self) -> dict[str, float]:
         """Sample, score, update every agent once; return the step's metrics."""
         cfg = self.config
         started = time.time()
-        problems = [self.problems[i] for i in self.order.indices(self.step)]
+        self.sync_sampler()
+        problems = [self.problems[i] for i in self.ranks.shard(self.order.indices(self.step))]
         rollouts, rstats = self.rollouts.run(problems, self.step)
         self._check_cancel()
         for r in rollouts:
@@ -183,56 +212,47 @@ class MAGRPOTrainer:
         kls = [metrics[f"{r}/kl"] for r in self.roles if f"{r}/kl" in metrics]
         if kls:
             metrics["kl"] = mean(kls)
-        return metrics
+        return self.ranks.average(metrics)  # each rank saw its share of the problems
 
     def accumulate(self, role: str, groups: list[list[Sample]]) -> dict[str, float]:
         """Accumulate this agent's policy-gradient (and KL) gradients over its sibling groups.
 
-        The loss is normalised by all of the agent's samples, so skipping some changes nothing.
+        The loss is normalised by all of the agent's samples (on every rank), so skipping
+        some changes nothing. With several ranks, the gradients are all-reduced at the last
+        backward (DDP over the agent's LoRA weights).
         """
         cfg = self.config
         need_kl = cfg.kl_coef > 0 or cfg.log_kl
         samples = [s for g in groups for s in g]
-        total = max(1, len(samples))
+        total = max(1, self.ranks.total(len(samples)))
         # A zero-advantage sample adds nothing to the policy gradient: skip its forward
         # (often whole groups, when every joint action got the same reward).
         work = [[s for s in g if s.completion_ids and (s.advantage != 0.0 or need_kl)]
                 for g in groups]
-        name = ADAPTER_OF_ROLE[role]
-        self.policy.select(name)  # also makes only this adapter's weights trainable
+        chunks: list[list[Sample] | None] = [
+            g[i:i + cfg.micro_batch] for g in work for i in range(0, len(g), cfg.micro_batch)]
+        if self.ranks.distributed and not chunks:
+            chunks = [None]  # the reduction needs every rank's (here: zero) gradient
+        self.policy.select(ADAPTER_OF_ROLE[role])  # also makes only this adapter trainable
+        self._loss_context = (role, total, need_kl)
+        module = self.losses[role]
         loss_sum, kl_sum, ent_sum, tokens, ent_n = 0.0, 0.0, 0.0, 0, 0
-        for group in work:
-            for start in range(0, len(group), cfg.micro_batch):
-                self._check_cancel()
-                chunk = group[start:start + cfg.micro_batch]
-                prompts = [s.prompt_ids for s in chunk]
-                comps = [s.completion_ids for s in chunk]
-                adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32)
-                with torch.enable_grad():
-                    lp = self.policy.logprobs(name, prompts, comps, temperature=cfg.temperature)
-                    seq = lp.reduce(cfg.logprob_reduction)
-                    loss = -(adv.to(seq.device) * seq).sum() / total
-                    if need_kl:
-                        with torch.no_grad():
-                            ref = self.policy.logprobs(None, prompts, comps,
-                                                       temperature=cfg.temperature)
-                        # k3 estimator (Schulman): exp(r) - r - 1 >= 0, r = log pi_ref - log pi
-                        r = (ref.values - lp.values) * lp.mask
-                        k3 = (torch.exp(r) - r - 1) * lp.mask
-                        kl_tok = k3.sum(1)
-                        if cfg.logprob_reduction == "mean":
-                            kl_tok = kl_tok / lp.mask.sum(1).clamp(min=1)
-                        kl_sum += float(k3.detach().sum())
-                        if cfg.kl_coef > 0:
-                            loss = loss + cfg.kl_coef * kl_tok.sum() / total
-                    if loss.requires_grad:
-                        loss.backward()
-                loss_sum += float(loss.detach())
-                measured = lp.entropy[lp.mask]
-                measured = measured[~torch.isnan(measured)]
-                ent_sum += float(measured.sum())
-                ent_n += int(measured.numel())
-                tokens += int(lp.mask.sum())
+        for i, chunk in enumerate(chunks):
+            self._check_cancel()
+            with torch.enable_grad(), no_sync(module, last=i == len(chunks) - 1):
+                loss, info = module(chunk)
+                if loss.requires_grad:
+                    loss.backward()
+            loss_sum += float(loss.detach()) / self.ranks.world
+            if info is None:
+                continue
+            lp, kl = info
+            kl_sum += kl
+            measured = lp.entropy[lp.mask]
+            measured = measured[~torch.isnan(measured)]
+            ent_sum += float(measured.sum())
+            ent_n += int(measured.numel())
+            tokens += int(lp.mask.sum())
         out = {
             f"{role}/loss": loss_sum,
             f"{role}/entropy": ent_sum / ent_n if ent_n else 0.0,
@@ -243,6 +263,33 @@ class MAGRPOTrainer:
         if need_kl:
             out[f"{role}/kl"] = kl_sum / tokens if tokens else 0.0
         return out
+
+    def _chunk_loss(self, chunk: list[Sample]) -> tuple[torch.Tensor, Any]:
+        """The loss of one micro-batch (and its log-probs and KL sum, for the metrics)."""
+        role, total, need_kl = self._loss_context
+        cfg = self.config
+        name = ADAPTER_OF_ROLE[role]
+        prompts = [s.prompt_ids for s in chunk]
+        comps = [s.completion_ids for s in chunk]
+        adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32)
+        lp = self.policy.logprobs(name, prompts, comps, temperature=cfg.temperature)
+        seq = lp.reduce(cfg.logprob_reduction)
+        # DDP averages the ranks' gradients: scale by the world size to get their sum.
+        loss = -(adv.to(seq.device) * seq).sum() / total * self.ranks.world
+        kl_sum = 0.0
+        if need_kl:
+            with torch.no_grad():
+                ref = self.policy.logprobs(None, prompts, comps, temperature=cfg.temperature)
+            # k3 estimator (Schulman): exp(r) - r - 1 >= 0, r = log pi_ref - log pi
+            r = (ref.values - lp.values) * lp.mask
+            k3 = (torch.exp(r) - r - 1) * lp.mask
+            kl_tok = k3.sum(1)
+            if cfg.logprob_reduction == "mean":
+                kl_tok = kl_tok / lp.mask.sum(1).clamp(min=1)
+            kl_sum = float(k3.detach().sum())
+            if cfg.kl_coef > 0:
+                loss = loss + cfg.kl_coef * kl_tok.sum() / total * self.ranks.world
+        return loss, (lp, kl_sum)
 
     def _check_cancel(self) -> None:
         if self.cancel is not None and self.cancel.is_set():

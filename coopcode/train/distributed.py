@@ -1,0 +1,117 @@
+"""Data-parallel training: `torchrun --nproc_per_node N -m coopcode train ...`.
+
+torchrun (or `accelerate launch`) starts N copies and sets RANK / WORLD_SIZE / MASTER_ADDR;
+each rank loads the model, takes its share of every step's problems (`shard`), samples and
+scores them, and accumulates the gradients of its share. The agents' LoRA weights are
+wrapped in torch's DistributedDataParallel (one DDP per agent, `AgentLoss`), which all-reduces
+their gradients at the step's last backward; every rank then takes the same optimizer step.
+The loss of a rank is normalised by the agents' sample count over *all* ranks, so the
+reduced gradient is the one a single process would compute for the whole batch: a 2-rank
+run and a 1-rank run with the same global batch end with the same adapters (to
+floating-point tolerance). Rank 0 alone writes checkpoints, metrics and events. gloo on a
+CPU, NCCL on GPUs; no home-made gradient exchange.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from typing import Any, TypeVar
+
+import torch
+
+T = TypeVar("T")
+
+
+class Ranks:
+    """This process's place among the training processes (one process: rank 0 of 1)."""
+
+    def __init__(self, rank: int = 0, world: int = 1) -> None:
+        self.rank, self.world = rank, world
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world > 1
+
+    def shard(self, items: Sequence[T]) -> list[T]:
+        """This rank's share of a step's items (round-robin, so shares differ by at most one)."""
+        return list(items[self.rank::self.world])
+
+    def total(self, count: int) -> int:
+        """`count` summed over the ranks."""
+        if not self.distributed:
+            return count
+        t = torch.tensor([count], dtype=torch.long)
+        torch.distributed.all_reduce(t)
+        return int(t.item())
+
+    def average(self, metrics: dict[str, float]) -> dict[str, float]:
+        """Each metric averaged over the ranks that report it (rank 0 logs the result)."""
+        if not self.distributed:
+            return metrics
+        gathered: list[dict[str, float] | None] = [None] * self.world
+        torch.distributed.all_gather_object(gathered, metrics)
+        keys = {k for m in gathered if m for k in m}
+        out = {}
+        for k in keys:
+            values = [m[k] for m in gathered if m and k in m]
+            out[k] = sum(values) / len(values)
+        return out
+
+    def barrier(self) -> None:
+        if self.distributed:
+            torch.distributed.barrier()
+
+
+def init_ranks() -> Ranks:
+    """Join the process group torchrun set up (WORLD_SIZE > 1), or run alone."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return Ranks()
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    return Ranks(dist.get_rank(), dist.get_world_size())
+
+
+class AgentLoss(torch.nn.Module):
+    """One agent's loss over a micro-batch, as a module whose parameters are the agent's LoRA
+    weights: wrapped in DDP, its backward all-reduces exactly those gradients."""
+
+    def __init__(self, params: Sequence[torch.nn.Parameter],
+                 compute: Callable[[Any], tuple[torch.Tensor, Any]]) -> None:
+        super().__init__()
+        self.weights = torch.nn.ParameterList(params)
+        self.compute = compute
+
+    def forward(self, chunk: Any) -> tuple[torch.Tensor, Any]:
+        if chunk is None:  # this rank has nothing to learn from: join the reduction with 0
+            zero = sum((p.sum() * 0.0 for p in self.weights), torch.zeros(()))
+            return zero, None
+        return self.compute(chunk)
+
+
+def agent_loss(params: Sequence[torch.nn.Parameter], compute: Callable[[Any], tuple[torch.Tensor, Any]],
+               ranks: Ranks) -> Any:
+    """`AgentLoss`, in DDP when there are several ranks."""
+    module = AgentLoss(params, compute)
+    if not ranks.distributed:
+        return module
+    from torch.nn.parallel import DistributedDataParallel
+
+    # Every LoRA weight gets a gradient in every backward (no unused parameters), and the
+    # ranks start from rank 0's weights (DDP broadcasts them).
+    return DistributedDataParallel(module)
+
+
+def no_sync(module: Any, last: bool) -> Any:
+    """Gradients are reduced once, at the last backward of the step; before it, no_sync."""
+    if last or not hasattr(module, "no_sync"):
+        return nullcontext()
+    return module.no_sync()

@@ -1,0 +1,70 @@
+"""Rollouts sampled by a real `vllm serve` (vLLM's CPU build), gradients by the transformers
+policy: after every optimizer step the server gets the new adapters under new names
+(/v1/load_lora_adapter), the old ones are unloaded, and the trained adapters load in solve."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from vllm_env import vllm_python_or_skip
+
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.fixture(scope="module")
+def training_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from coopcode.engines.vllm_server import VLLMServer
+    from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
+
+    python = vllm_python_or_skip()
+    server = VLLMServer(model_dir(CATALOG[DEFAULT_MODEL]), DEFAULT_MODEL,
+                        tmp_path_factory.mktemp("vllm") / "serve.log", venv=python.parent.parent,
+                        runtime_lora=2, max_lora_rank=8)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def test_a_run_sampled_by_vllm_serve_updates_its_adapters_and_they_load_in_solve(
+        training_server: Any, tmp_path: Path, process_sandbox: Any, cli_env: dict[str, str]) -> None:
+    import httpx2 as httpx
+
+    from coopcode.engines.openai_engine import OpenAIEngine
+    from coopcode.problems import load_problems
+    from coopcode.train.config import TrainConfig
+    from coopcode.train.magrpo import MAGRPOTrainer
+    from coopcode.train.policy import TransformersPolicy
+
+    engine = OpenAIEngine(None, base_urls=[training_server.url])
+    assert engine.token_ids_from_server  # vLLM streams the sampled ids: the loss scores them
+    policy = TransformersPolicy.load(None)
+    config = TrainConfig(group_size=2, max_new_tokens=48, warmup_steps=0, lora_rank=8,
+                         lora_alpha=16, learning_rate=1e-4)
+    trainer = MAGRPOTrainer(engine, config, load_problems("humaneval:train")[:2], policy=policy,
+                            sandbox=process_sandbox, sync_dir=tmp_path / "sync")
+    metrics = [trainer.train_step() for _ in range(2)]
+    assert all(m["helper/completion_tokens"] > 0 and m["main/completion_tokens"] > 0 for m in metrics)
+    served = {m["id"] for m in httpx.get(f"{training_server.url}/models", timeout=10).json()["data"]}
+    assert {"helper-v2", "main-v2"} <= served and not {"helper-v1", "main-v1"} & served
+    # The sampled ids are what the policy scores: they decode to the rollout's text.
+    sample = trainer.last_rollouts[0].root.samples["main"][0]
+    assert policy.tokenizer.decode(sample.completion_ids, skip_special_tokens=True).startswith(sample.text)
+    out = tmp_path / "run"
+    for name in ("helper", "main"):
+        policy.save(name, out / name)
+    done = subprocess.run([sys.executable, "-m", "coopcode", "solve", str(REPO / "examples" / "below_zero.py"),
+                           "--helper-adapter", str(out), "--main-adapter", str(out), "--sandbox", "process",
+                           "--max-new-tokens", "64", "--json"],
+                          capture_output=True, text=True, timeout=900, env=cli_env, cwd=REPO)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert json.loads(done.stdout)["meta"]["helper_adapter"] == "helper"
+    engine.close()
