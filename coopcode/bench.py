@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode import __version__, prompts, stats
+from coopcode.bench_config import DEFAULT_KS, BenchConfig
 from coopcode.cooperation import classify_cooperation, pattern_rates
 from coopcode.engines import Engine, SamplingParams
 from coopcode.errors import UserError
@@ -35,10 +36,8 @@ from coopcode.events import (
     VerdictReady,
     ignore,
 )
-from coopcode.inputs import check_generation
 from coopcode.metrics import (
     acc_at_k_by_problem,
-    check_k,
     mean_acc_at_k,
     mean_pass_at_k,
     pass_at_k_by_problem,
@@ -47,42 +46,9 @@ from coopcode.problems import Problem
 from coopcode.report import write_report
 from coopcode.results import ResultsStore
 from coopcode.scheduler import SampleSpec, Scheduler, sample_specs
-from coopcode.schemes import DEFAULT_SCHEME, SCHEMES, SampleState, get_scheme
+from coopcode.schemes import SampleState, get_scheme
 from coopcode.solve import hidden_test_job, score
 from sandbox import Job, Sandbox, Verdict
-
-DEFAULT_KS = (1, 3, 5, 10)
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """A bench run. Defaults follow the seed paper: n=10, temperature 0.8, HumanEval test split."""
-
-    problems: str = "humaneval:test"  # humaneval[:split], a .jsonl, a .py or a folder of .py
-    schemes: tuple[str, ...] = (DEFAULT_SCHEME,)
-    ks: tuple[int, ...] = DEFAULT_KS
-    n: int = 10  # samples per problem
-    temperature: float = 0.8
-    top_p: float = 0.95
-    max_new_tokens: int = 384  # per agent turn; bodies are short once the signature is given
-    seed: int = 0
-    turns: int = 1
-    timeout: float = 5.0  # CPU seconds per program
-    limit: int | None = None  # only the first N problems
-    label: str = ""  # how the method is named in the table (default: scheme + adapters)
-
-    def validate(self) -> None:
-        check_generation(self)  # n, temperature, token budget, turns, timeout
-        check_k(self.ks, self.n)
-        unknown = [s for s in self.schemes if s not in SCHEMES]
-        if unknown:
-            raise UserError(f"unknown scheme {unknown[0]!r}: use one of {', '.join(SCHEMES)}")
-        if self.n < 1:
-            raise UserError(f"--n must be at least 1 (got {self.n})")
-        if not 0 <= self.temperature <= 5:
-            raise UserError(f"--temperature must be between 0 and 5 (got {self.temperature})")
-        if self.limit is not None and self.limit < 1:
-            raise UserError(f"--limit must be at least 1 (got {self.limit})")
 
 
 def prompt_fingerprint() -> str:

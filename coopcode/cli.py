@@ -18,7 +18,9 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
+from coopcode.bench_config import BenchConfig
 from coopcode.errors import UserError
+from coopcode.options import config_command
 
 app = typer.Typer(
     name="coopcode",
@@ -186,23 +188,14 @@ def solve(
 
 
 @app.command()
+@config_command(BenchConfig)
 def bench(
-    k: Annotated[str, typer.Option("--k", help="Comma-separated k values for pass@k and acc@k.")] = "1,3,5,10",
-    n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 10,
-    temperature: float = 0.8,
-    problems: Annotated[str, typer.Option(help="humaneval[:train|test|all], a .jsonl, a .py or a folder.")] = "humaneval:test",
-    scheme: Annotated[str, typer.Option(help="Comma-separated schemes: single, sequential, parallel, concat, discussion.")] = "sequential",
+    config: BenchConfig,  # one option per BenchConfig field (coopcode.options)
     model: ModelOpt = None,
     helper_adapter: HelperOpt = None,
     main_adapter: MainOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder; rerunning with the same --out resumes.")] = None,
-    limit: Annotated[int | None, typer.Option(help="Only the first N problems.")] = None,
-    max_new_tokens: Annotated[int, typer.Option(help="Token budget per agent turn.")] = 384,
-    seed: int = 0,
-    turns: int = 1,
-    label: Annotated[str, typer.Option(help="Method name in the table.")] = "",
     sandbox: SandboxOpt = "auto",
-    timeout: float = 5.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     events: EventsOpt = None,
     dtype: DtypeOpt = None,
@@ -216,26 +209,19 @@ def bench(
     concurrency: ConcurrencyOpt = None,
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
-    from coopcode.bench import BenchConfig, run_bench
+    from coopcode.bench import run_bench
     from coopcode.inputs import check_at_least, check_output_folder
     from coopcode.problems import load_problems
     from coopcode.render import BenchProgress, LogPrinter, bench_table
     from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
 
-    schemes = tuple(s.strip() for s in scheme.split(",") if s.strip())
-    if not schemes:
-        raise UserError(f"--scheme {scheme!r}: name at least one scheme, e.g. --scheme sequential")
-    config = BenchConfig(problems=problems, schemes=schemes,
-                         ks=tuple(_parse_ks(k)), n=n, temperature=temperature,
-                         max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout,
-                         limit=limit, label=label)
-    config.validate()  # before loading anything: bad numbers and k > n fail in milliseconds
+    # `config` is validated: bad numbers and k > n failed in milliseconds, before anything loads.
     check_runtime_names(sandbox=sandbox, engine=engine)
     engine_kw = _engine_options(engine, dtype, deterministic, max_batch, base_url, api_key_env,
                                 helper_model, main_model)
     if concurrency is not None:
         check_at_least("--concurrency", concurrency)
-    probs = load_problems(problems)
+    probs = load_problems(config.problems)
     folder = out_dir or Path("runs") / _default_run_name(config, model, helper_adapter, main_adapter)
     check_output_folder(folder)
     quiet = as_json or events is not None
@@ -262,8 +248,11 @@ def bench(
 def _default_run_name(config: Any, model: str | None, helper: str | None, main: str | None) -> str:
     import hashlib
 
-    key = json.dumps([config.problems, config.temperature, config.seed, config.max_new_tokens,
-                      config.turns, model, helper, main])
+    parts = [config.problems, config.temperature, config.seed, config.max_new_tokens,
+             config.turns, model, helper, main]
+    if config.top_p != BenchConfig().top_p:  # only then: earlier runs keep their folder names
+        parts.append(config.top_p)
+    key = json.dumps(parts)
     return f"bench-{hashlib.sha256(key.encode()).hexdigest()[:8]}"
 
 

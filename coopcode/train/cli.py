@@ -10,6 +10,7 @@ import json
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,7 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from coopcode.errors import UserError
-from coopcode.train.config import TrainConfig, help_for
+from coopcode.options import config_command, given_on_command_line
+from coopcode.train.config import TrainConfig
 
 out = Console()
 err = Console(stderr=True)
@@ -26,60 +28,17 @@ err = Console(stderr=True)
 checkpoints_app = typer.Typer(help="Trained adapter runs in checkpoints/: list them, show one.",
                               no_args_is_help=True)
 
-# CLI parameter -> TrainConfig field, where the names differ (the reverse of config.FLAGS).
-FIELD_OF = {"lr": "learning_rate", "std_norm": "advantage_std", "logprob": "logprob_reduction",
-            "helper_adapter": "helper_init", "main_adapter": "main_init", "keep": "keep_checkpoints"}
-_D = TrainConfig()
 
-
-def _opt(name: str, *flags: str) -> Any:
-    return typer.Option(*flags, help=help_for(FIELD_OF.get(name, name)))
-
-
+@config_command(TrainConfig)
 def train(
     ctx: typer.Context,
-    algo: Annotated[str, _opt("algo", "--algo")] = _D.algo,
-    problems: Annotated[str, _opt("problems", "--problems")] = _D.problems,
-    limit: Annotated[int | None, _opt("limit", "--limit")] = None,
-    model: Annotated[str | None, _opt("model", "--model", "-m")] = None,
-    scheme: Annotated[str, _opt("scheme", "--scheme")] = _D.scheme,
-    joint: Annotated[str, _opt("joint", "--joint")] = _D.joint,
-    group_size: Annotated[int, _opt("group_size", "--group-size", "-G")] = _D.group_size,
-    max_new_tokens: Annotated[int, _opt("max_new_tokens", "--max-new-tokens")] = _D.max_new_tokens,
-    temperature: Annotated[float, _opt("temperature", "--temperature")] = _D.temperature,
-    top_p: Annotated[float, _opt("top_p", "--top-p")] = _D.top_p,
-    turns: Annotated[int, _opt("turns", "--turns")] = _D.turns,
-    gamma: Annotated[float, _opt("gamma", "--gamma")] = _D.gamma,
-    early_stop_reward: Annotated[float | None, _opt("early_stop_reward", "--early-stop-reward")] = None,
-    timeout: Annotated[float, _opt("timeout", "--timeout")] = _D.timeout,
-    lr: Annotated[float, _opt("lr", "--lr")] = _D.learning_rate,
-    lr_schedule: Annotated[str, _opt("lr_schedule", "--lr-schedule")] = _D.lr_schedule,
-    warmup_steps: Annotated[int, _opt("warmup_steps", "--warmup-steps")] = _D.warmup_steps,
-    weight_decay: Annotated[float, _opt("weight_decay", "--weight-decay")] = _D.weight_decay,
-    max_grad_norm: Annotated[float, _opt("max_grad_norm", "--max-grad-norm")] = _D.max_grad_norm,
-    std_norm: Annotated[bool, _opt("std_norm", "--std-norm/--no-std-norm")] = _D.advantage_std,
-    logprob: Annotated[str, _opt("logprob", "--logprob")] = _D.logprob_reduction,
-    kl_coef: Annotated[float, _opt("kl_coef", "--kl-coef")] = _D.kl_coef,
-    log_kl: Annotated[bool, _opt("log_kl", "--log-kl")] = _D.log_kl,
-    micro_batch: Annotated[int, _opt("micro_batch", "--micro-batch")] = _D.micro_batch,
-    lora_rank: Annotated[int, _opt("lora_rank", "--lora-rank")] = _D.lora_rank,
-    lora_alpha: Annotated[int, _opt("lora_alpha", "--lora-alpha")] = _D.lora_alpha,
-    lora_dropout: Annotated[float, _opt("lora_dropout", "--lora-dropout")] = _D.lora_dropout,
-    lora_targets: Annotated[str, _opt("lora_targets", "--lora-targets")] = _D.lora_targets,
-    helper_adapter: Annotated[str | None, _opt("helper_adapter", "--helper-adapter")] = None,
-    main_adapter: Annotated[str | None, _opt("main_adapter", "--main-adapter")] = None,
-    steps: Annotated[int | None, _opt("steps", "--steps")] = None,
-    epochs: Annotated[int, _opt("epochs", "--epochs")] = _D.epochs,
-    problems_per_step: Annotated[int, _opt("problems_per_step", "--problems-per-step", "--rollout-batch")] = _D.problems_per_step,
-    save_every: Annotated[int, _opt("save_every", "--save-every")] = _D.save_every,
-    keep: Annotated[int, _opt("keep", "--keep")] = _D.keep_checkpoints,
-    seed: Annotated[int, _opt("seed", "--seed")] = _D.seed,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder [default: checkpoints/<run>].")] = None,
-    run: Annotated[str | None, typer.Option("--run", help="Run name: the folder checkpoints/<run> [default: <algo>-<time>].")] = None,
+    config: TrainConfig,  # one option per TrainConfig field (coopcode.options)
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder \\[default: checkpoints/<run>].")] = None,
+    run: Annotated[str | None, typer.Option("--run", help="Run name: the folder checkpoints/<run> \\[default: <algo>-<time>].")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out/--run from its last checkpoint (same total steps, no repeated data).")] = False,
     sandbox: Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")] = "auto",
     events: Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads for torch [default: torch's choice]; 1 is often faster on a busy machine.")] = None,
+    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads for torch \\[default: torch's choice]; 1 is often faster on a busy machine.")] = None,
 ) -> None:
     """Train the helper and main agents (MAGRPO) or one agent (GRPO) as LoRA adapters.
 
@@ -93,17 +52,9 @@ def train(
 
     if events is not None and events != "jsonl":
         raise UserError(f"--events {events}: the only format is jsonl")
-    params = dict(ctx.params)
-    values: dict[str, Any] = {}
-    for name, field_name in _config_fields().items():
-        values[field_name] = params[name]
-    values["helper_init"] = resolve_adapter_path(helper_adapter, "helper")
-    values["main_init"] = resolve_adapter_path(main_adapter, "main")
-    config = TrainConfig(**values)
-    config.validate()
-    # By name: typer may carry its own copy of click's ParameterSource enum.
-    explicit = {field_name for name, field_name in _config_fields().items()
-                if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"}
+    config = replace(config, helper_init=resolve_adapter_path(config.helper_init, "helper"),
+                     main_init=resolve_adapter_path(config.main_init, "main"))
+    explicit = given_on_command_line(ctx, TrainConfig)
     if resume and out_dir is None and run is None:
         raise UserError("--resume needs the run: give --out checkpoints/<run> or --run <run>")
     if run is not None:
@@ -166,24 +117,6 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
     with open_sandbox_for_cli(backend, warn) as sb:
         return train(config, folder, resume=resume, sandbox=sb, emit=emit, cancel=cancel,
                      explicit=explicit, progress=progress)
-
-
-def _config_fields() -> dict[str, str]:
-    """CLI parameter name -> TrainConfig field, for the parameters that are config fields."""
-    from dataclasses import fields
-
-    names = {f.name for f in fields(TrainConfig)}
-    out = {}
-    for param in ("algo", "problems", "limit", "model", "scheme", "joint", "group_size",
-                  "max_new_tokens", "temperature", "top_p", "turns", "gamma", "early_stop_reward",
-                  "timeout", "lr", "lr_schedule", "warmup_steps", "weight_decay", "max_grad_norm",
-                  "std_norm", "logprob", "kl_coef", "log_kl", "micro_batch", "lora_rank",
-                  "lora_alpha", "lora_dropout", "lora_targets", "helper_adapter", "main_adapter",
-                  "steps", "epochs", "problems_per_step", "save_every", "keep", "seed"):
-        field_name = FIELD_OF.get(param, param)
-        assert field_name in names, field_name
-        out[param] = field_name
-    return out
 
 
 class TrainPrinter:

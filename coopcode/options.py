@@ -1,0 +1,298 @@
+"""Settings declared once: a dataclass field with its default, one line of help and, in its
+metadata, what the command line, the TUI form and validation need (TRL's way).
+
+    n: int = option(10, "Samples per problem.", at_least=1, label="n", form=2)
+
+From such fields `coopcode train` and `coopcode bench` build their options
+(`config_command`), the TUI builds its forms (`form_options`, `option_args`), and
+`check_options` refuses a bad value with one line naming its flag. Nothing else repeats a
+setting's name, default or help.
+
+Metadata an `option` takes besides its default and help:
+- `flags`: the CLI declarations (default `--field-name`); the first is the one messages name.
+  Aliases follow it (`"--problems-per-step", "--rollout-batch"`), a bool may say
+  `"--std-norm/--no-std-norm"`.
+- `choices` (with `noun`, what a value is called in the error): the accepted strings; for a
+  tuple field, the accepted items.
+- `at_least`, `above`, `within` (`"(0, 5]"`): the accepted numbers; `why` ends the error line.
+- `label`, `form`: the TUI's short label and the field's position on its form (0: not shown).
+
+A tuple field (`ks: tuple[int, ...]`) is typed on the command line and in a form as a
+comma-separated list.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Annotated, Any, TypeVar
+
+from coopcode.errors import UserError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_INTERVAL = re.compile(r"^([\[(])\s*(\S+)\s*,\s*(\S+)\s*([\])])$")
+_TYPE_NAMES = {int: "integer", float: "number", str: "text", bool: "boolean"}
+
+
+def option(default: Any, help: str, *, flags: tuple[str, ...] = (), label: str = "",
+           form: int = 0, choices: tuple[str, ...] = (), noun: str = "value",
+           at_least: float | None = None, above: float | None = None, within: str = "",
+           why: str = "") -> Any:
+    """A dataclass field carrying its default, its one-line help and how it is offered."""
+    if within and not _INTERVAL.match(within):
+        raise ValueError(f"within={within!r}: write an interval such as '(0, 5]'")
+    return field(default=default, metadata={
+        "help": help, "flags": flags, "label": label, "form": form, "choices": choices,
+        "noun": noun, "at_least": at_least, "above": above, "within": within, "why": why})
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting of a config dataclass, as the CLI, the TUI and validation see it."""
+
+    name: str
+    default: Any
+    help: str
+    kind: type  # int, float, str, bool or tuple
+    item: type  # a tuple's item type; else the same as `kind`
+    optional: bool  # None is a value (not given)
+    flags: tuple[str, ...]
+    label: str
+    form: int
+    choices: tuple[str, ...]
+    noun: str
+    at_least: float | None
+    above: float | None
+    within: str
+    why: str
+
+    @property
+    def flag(self) -> str:
+        """The flag error messages name: `--std-norm` for `--std-norm/--no-std-norm`."""
+        return self.flags[0].split("/")[0]
+
+    @property
+    def widget_id(self) -> str:
+        """The id of the field's widget on a TUI form."""
+        return self.name.replace("_", "-")
+
+    def show(self, value: Any) -> str:
+        """`value` as a user types it (in a form, on a command line)."""
+        if value is None:
+            return ""
+        if isinstance(value, tuple):
+            return ",".join(str(v) for v in value)
+        return str(value)
+
+    def parse(self, text: str) -> Any:
+        """The value a user typed; ValueError says what was expected."""
+        text = text.strip()
+        if self.optional and not text:
+            return None
+        if self.kind is tuple:
+            try:
+                return tuple(self.item(t.strip()) for t in text.split(",") if t.strip())
+            except ValueError:
+                raise ValueError(f"expected comma-separated {_TYPE_NAMES[self.item]}s like "
+                                 f"{self.show(self.default)}") from None
+        if self.kind is bool:
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(f"{text!r} is not a valid boolean")
+            return text.lower() in ("true", "1", "yes")
+        try:
+            return self.kind(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a valid {_TYPE_NAMES[self.kind]}") from None
+
+    def check(self, value: Any) -> None:
+        """UserError (one line naming the flag) unless `value` is one this option accepts."""
+        if value is None and self.optional:
+            return
+        items = value if self.kind is tuple else (value,)
+        if self.choices:
+            if not items:
+                raise UserError(f"{self.flag}: name at least one {self.noun}, e.g. "
+                                f"{self.flag} {self.show(self.default)}")
+            for item in items:
+                if item not in self.choices:
+                    raise UserError(f"unknown {self.noun} {item!r} for {self.flag}: use one of "
+                                    f"{', '.join(self.choices)}")
+        if self.item in (int, float):
+            for item in items:
+                self._check_number(item)
+
+    def _check_number(self, x: float) -> None:
+        why = f": {self.why}" if self.why else ""
+        if self.within:
+            left, low, high, right = _INTERVAL.match(self.within).groups()  # type: ignore[union-attr]
+            if not math.isfinite(x):
+                raise UserError(f"{self.flag} must be a finite number (got {x})")
+            lo, hi = float(low), float(high)
+            if (x <= lo if left == "(" else x < lo) or (x >= hi if right == ")" else x > hi):
+                raise UserError(f"{self.flag} must be in {self.within} (got {x}){why}")
+        elif self.above is not None:
+            if not (math.isfinite(x) and x > self.above):
+                what = "a positive number" if self.above == 0 else f"a number above {self.above:g}"
+                raise UserError(f"{self.flag} must be {what} (got {x}){why}")
+        elif self.at_least is not None:
+            if isinstance(x, float) and not (math.isfinite(x) and x >= self.at_least):
+                raise UserError(f"{self.flag} must be a finite number >= {self.at_least:g} "
+                                f"(got {x}){why}")
+            if x < self.at_least:
+                raise UserError(f"{self.flag} must be at least {self.at_least:g} (got {x}){why}")
+        elif isinstance(x, float) and not math.isfinite(x):
+            raise UserError(f"{self.flag} must be a finite number (got {x}){why}")
+
+
+_OPTIONS: dict[type, tuple[Option, ...]] = {}
+
+
+def options(cls: type) -> tuple[Option, ...]:
+    """The options of a config dataclass, in field order."""
+    if cls not in _OPTIONS:
+        _OPTIONS[cls] = _read_options(cls)
+    return _OPTIONS[cls]
+
+
+def _read_options(cls: type) -> tuple[Option, ...]:
+    hints = typing.get_type_hints(cls)
+    found = []
+    for f in fields(cls):
+        meta = f.metadata
+        if "help" not in meta:
+            raise TypeError(f"{cls.__name__}.{f.name}: declare it with option(default, help)")
+        if f.default is MISSING:
+            raise TypeError(f"{cls.__name__}.{f.name}: every option needs a default")
+        kind, optional = _unwrap_optional(hints[f.name])
+        item = kind
+        if typing.get_origin(kind) is tuple:
+            item, kind = typing.get_args(kind)[0], tuple
+        found.append(Option(
+            name=f.name, default=f.default, help=meta["help"], kind=kind, item=item,
+            optional=optional, flags=meta.get("flags") or ("--" + f.name.replace("_", "-"),),
+            label=meta.get("label") or f.name.replace("_", " "), form=meta.get("form", 0),
+            choices=tuple(meta.get("choices", ())), noun=meta.get("noun", "value"),
+            at_least=meta.get("at_least"), above=meta.get("above"),
+            within=meta.get("within", ""), why=meta.get("why", "")))
+    return tuple(found)
+
+
+def _unwrap_optional(hint: Any) -> tuple[Any, bool]:
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) != 1:
+            raise TypeError(f"{hint}: an option is one type, or one type or None")
+        return rest[0], True
+    return hint, False
+
+
+def option_named(cls: type, name: str) -> Option:
+    for opt in options(cls):
+        if opt.name == name:
+            return opt
+    raise KeyError(name)
+
+
+def check_options(config: Any) -> None:
+    """Each field of `config` against its declared choices and bounds (the first bad value
+    raises UserError with one line naming its flag)."""
+    for opt in options(type(config)):
+        opt.check(getattr(config, opt.name))
+
+
+# -- the TUI ------------------------------------------------------------------------------
+
+def form_options(cls: type) -> list[Option]:
+    """The options a TUI form shows, in their form order."""
+    return sorted((o for o in options(cls) if o.form), key=lambda o: o.form)
+
+
+def option_args(config: Any, names: typing.Iterable[str]) -> list[str]:
+    """Command-line arguments that set the named fields of `config` (None: left out)."""
+    wanted = set(names)
+    args: list[str] = []
+    for opt in options(type(config)):
+        value = getattr(config, opt.name)
+        if opt.name not in wanted or value is None:
+            continue
+        if opt.kind is bool:
+            on, _, off = opt.flags[0].partition("/")
+            if value or off:
+                args.append(on if value else off)
+        else:
+            args += [opt.flag, opt.show(value)]
+    return args
+
+
+# -- the command line ---------------------------------------------------------------------
+
+def config_command(cls: type, param: str = "config") -> Callable[[F], F]:
+    """Give a typer command one option per field of `cls` in place of its `param` parameter.
+
+    The command receives `param` as the config built from those options and validated
+    (`cls.validate()`), so a bad value fails with one line before anything loads. Its other
+    parameters stay ordinary typer parameters.
+    """
+    def decorate(func: F) -> F:
+        signature = inspect.signature(func, eval_str=True)
+        if param not in signature.parameters:
+            raise TypeError(f"{func.__name__} has no parameter {param!r} for the {cls.__name__}")
+        params: list[inspect.Parameter] = []
+        for p in signature.parameters.values():
+            if p.name == param:
+                params += [_cli_parameter(o) for o in options(cls)]
+            else:  # keyword-only: typer calls by name, and defaults may then come in any order
+                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+        names = [o.name for o in options(cls)]
+
+        @functools.wraps(func)
+        def command(**kwargs: Any) -> Any:
+            config = config_from_cli(cls, {name: kwargs.pop(name) for name in names})
+            return func(**kwargs, **{param: config})
+
+        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        return command  # type: ignore[return-value]
+
+    return decorate
+
+
+def _cli_parameter(opt: Option) -> inspect.Parameter:
+    import typer
+    from rich.markup import escape
+
+    cli_type: Any = str if opt.kind is tuple else opt.kind
+    if opt.optional:
+        cli_type = cli_type | None
+    default = opt.show(opt.default) if opt.kind is tuple else opt.default
+    return inspect.Parameter(opt.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                             annotation=Annotated[cli_type, typer.Option(*opt.flags, help=escape(opt.help))])
+
+
+def config_from_cli(cls: type, values: dict[str, Any]) -> Any:
+    """The validated config from command-line values (lists typed as text are parsed)."""
+    for opt in options(cls):
+        if opt.kind is tuple and isinstance(values.get(opt.name), str):
+            text = values[opt.name]
+            try:
+                values[opt.name] = opt.parse(text)
+            except ValueError as e:
+                raise UserError(f"{opt.flag} {text}: {e}") from None
+    config = cls(**values)
+    config.validate()
+    return config
+
+
+def given_on_command_line(ctx: Any, cls: type) -> set[str]:
+    """The fields of `cls` the user set on the command line (not left at their default)."""
+    # By name: typer may carry its own copy of click's ParameterSource enum.
+    return {o.name for o in options(cls)
+            if getattr(ctx.get_parameter_source(o.name), "name", "") == "COMMANDLINE"}

@@ -1,0 +1,147 @@
+"""Each setting is declared once, as a config field (`coopcode.options`): `coopcode train` and
+`coopcode bench` offer every field as an option with the field's flag, help and default, a
+field added to a config shows up on the command line with nothing else written, and a bad
+value of every kind is refused with one `error:` line naming its flag."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+import pytest
+import typer
+from cli_helpers import assert_refused, coopcode
+from rich.text import Text
+from typer.testing import CliRunner
+
+from coopcode.bench_config import BenchConfig
+from coopcode.cli import app
+from coopcode.errors import UserError
+from coopcode.options import Option, config_command, option, options
+from coopcode.train.config import TrainConfig
+
+CONFIGS = [(TrainConfig, "train"), (BenchConfig, "bench")]
+
+
+def command(name: str) -> Any:
+    """The click command typer builds (typer may carry its own copy of click)."""
+    return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+
+
+def cli_options(name: str) -> dict[str, Any]:
+    return {p.name: p for p in command(name).params if p.param_type_name == "option"}
+
+
+@pytest.mark.parametrize(("cls", "name"), CONFIGS)
+def test_every_field_is_an_option_with_its_flags_help_and_default(cls: type, name: str) -> None:
+    offered = cli_options(name)
+    for opt in options(cls):
+        param = offered[opt.name]
+        assert [*param.opts, *param.secondary_opts] == [
+            d for flag in opt.flags for d in flag.split("/")], opt.name
+        assert Text.from_markup(param.help or "").plain == opt.help, opt.name  # as --help shows it
+        default = opt.show(opt.default) if opt.kind is tuple else opt.default
+        assert param.default == default, opt.name
+
+
+@pytest.mark.parametrize(("cls", "name"), CONFIGS)
+def test_the_command_line_gives_the_config_of_the_flags(cls: type, name: str) -> None:
+    """Parsed by the real command: no flags give the defaults; aliases reach their field."""
+    ctx = command(name).make_context(name, [])
+    assert {o.name: ctx.params[o.name] for o in options(cls)} == {
+        o.name: o.show(o.default) if o.kind is tuple else o.default for o in options(cls)}
+    if cls is TrainConfig:
+        ctx = command(name).make_context(name, ["--rollout-batch", "3", "-G", "6", "--std-norm"])
+        assert (ctx.params["problems_per_step"], ctx.params["group_size"],
+                ctx.params["advantage_std"]) == (3, 6, True)
+
+
+@dataclass
+class LongerTrainConfig(TrainConfig):
+    """A config that grows one setting, as a new trainer option would."""
+
+    warmup_ratio: float = option(0.1, "Fraction of the steps spent warming up.", within="[0, 1]")
+
+
+def test_a_field_added_to_a_config_is_on_the_command_line_with_nothing_else_written() -> None:
+    got: list[LongerTrainConfig] = []
+    demo = typer.Typer()
+
+    @demo.command()
+    @config_command(LongerTrainConfig)
+    def run(config: LongerTrainConfig, name: str = "x") -> None:
+        got.append(config)
+
+    runner = CliRunner()
+    shown = runner.invoke(demo, ["--help"], env={"COLUMNS": "200"})
+    assert "--warmup-ratio" in shown.output and "Fraction of the steps spent warming up." in shown.output
+    assert runner.invoke(demo, ["--warmup-ratio", "0.5", "-G", "3"]).exit_code == 0
+    assert got[-1] == LongerTrainConfig(warmup_ratio=0.5, group_size=3)
+    bad = runner.invoke(demo, ["--warmup-ratio", "2"])
+    assert isinstance(bad.exception, UserError)
+    assert str(bad.exception) == "--warmup-ratio must be in [0, 1] (got 2.0)"
+
+
+def test_every_field_needs_a_default_and_a_help() -> None:
+    @dataclass
+    class Undeclared:
+        steps: int = 3
+
+    with pytest.raises(TypeError, match="declare it with option"):
+        options(Undeclared)
+
+
+def bad_value(opt: Option) -> Any:
+    """A value the field refuses, from what it declares (None: it declares no limit)."""
+    if opt.choices:
+        return ("bogus",) if opt.kind is tuple else "bogus"
+    if opt.within:
+        return float(opt.within.strip("[]()").split(",")[1]) + 1  # above the interval
+    if opt.above is not None:
+        return opt.above
+    if opt.at_least is not None:
+        return opt.kind(opt.at_least - 1)
+    if opt.kind is float:
+        return math.nan
+    return None
+
+
+@pytest.mark.parametrize(("cls", "name"), CONFIGS)
+def test_validate_refuses_each_declared_limit_in_one_line_naming_the_flag(cls: type, name: str) -> None:
+    checked = 0
+    for opt in options(cls):
+        value = bad_value(opt)
+        if value is None:
+            continue
+        with pytest.raises(UserError) as refused:
+            cls(**{opt.name: value}).validate()
+        message = str(refused.value)
+        assert opt.flag in message and "\n" not in message, (opt.name, message)
+        checked += 1
+    assert checked >= (20 if cls is TrainConfig else 7)
+    for f in fields(cls):  # and the defaults are all good
+        assert getattr(cls(), f.name) == f.default
+    cls().validate()
+
+
+NO_MODEL = "/nonexistent/model"
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    # each kind of declared limit, and the parsers, through the real CLI
+    (("train", "--micro-batch", "0"), "--micro-batch must be at least 1 (got 0)"),
+    (("train", "--max-grad-norm", "-1"), "--max-grad-norm must be a finite number >= 0"),
+    (("train", "--lr", "0"), "--lr must be a positive number (got 0.0)"),
+    (("train", "--gamma", "1.5"), "--gamma must be in [0, 1] (got 1.5)"),
+    (("train", "--early-stop-reward", "nan"), "--early-stop-reward must be a finite number"),
+    (("train", "--logprob", "max"), "unknown value 'max' for --logprob: use one of sum, mean"),
+    (("train", "--rollout-batch", "0"), "--problems-per-step must be at least 1"),
+    (("train", "--steps", "many"), "Invalid value for '--steps'"),
+    (("bench", "--scheme", "sequential,solo"), "unknown scheme 'solo' for --scheme"),
+    (("bench", "--k", "1,x"), "--k 1,x: expected comma-separated integers like 1,3,5,10"),
+    (("bench", "--top-p", "0"), "--top-p must be in (0, 1] (got 0.0)"),
+])
+def test_a_bad_value_of_each_kind_is_one_error_line(args: tuple[str, ...], needle: str,
+                                                    tmp_path: Any) -> None:
+    assert_refused(coopcode(*args, "--model", NO_MODEL, "--out", str(tmp_path / "run")), needle)
