@@ -1,7 +1,7 @@
 """Settings declared once: a dataclass field with its default, one line of help and, in its
 metadata, what the command line, the TUI form and validation need (TRL's way).
 
-    n: int = option(10, "Samples per problem.", at_least=1, label="n", form=2)
+    n: int = option(10, "Samples per problem.", at_least=1, form=2)
 
 From such fields `coopcode train` and `coopcode bench` build their options
 (`config_command`), the TUI builds its forms (`form_options`, `option_args`), and

@@ -27,13 +27,19 @@ from textual.widgets import (
 )
 
 from coopcode import events as ev
+from coopcode.bench_config import BenchConfig
+from coopcode.errors import UserError
+from coopcode.options import option_args
 from coopcode.schemes import SCHEMES
+from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
-from tui.screens.job_screen import JobScreen, form_value
+from tui.screens.job_screen import JobScreen
 from tui.widgets.nav import NavBar
 
 SPLITS = ("humaneval:test", "humaneval:train", "humaneval:all")
+# The form shows BenchConfig's `form=N` fields; it proposes a quicker run than the CLI's.
+PRESETS: dict[str, Any] = {"ks": (1, 3, 5), "n": 5, "limit": 10}
 NO_ADAPTER = "none"
 
 
@@ -163,19 +169,11 @@ class BenchScreen(JobScreen):
         self.out_name = ""
 
     def compose(self) -> ComposeResult:
-        from coopcode.bench import BenchConfig
-
         adapters = [("none", NO_ADAPTER)]
-        tokens = str(BenchConfig().max_new_tokens)  # the CLI's default
         yield NavBar("bench")
         with Horizontal(id="bench-body"):
             with Vertical(id="bench-form", classes="form"):
-                for fid, label, default in (("ks", "k", "1,3,5"), ("n", "n", "5"),
-                                            ("temperature", "temp", "0.8"), ("limit", "limit", "10"),
-                                            ("max-new-tokens", "max tokens", tokens)):
-                    with Horizontal(classes="field"):
-                        yield Label(label, classes="field-label")
-                        yield Input(default, compact=True, id=fid)
+                yield from form_fields(BenchConfig, PRESETS)
                 with Horizontal(classes="field"):
                     yield Label("split", classes="field-label")
                     yield Select([(s.split(":")[1], s) for s in SPLITS], value=SPLITS[0],
@@ -188,7 +186,8 @@ class BenchScreen(JobScreen):
                 with Horizontal(classes="field"):
                     yield Label("out", classes="field-label")
                     yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="out-name")
-                yield SelectionList[str](*[(s, s, s == "sequential") for s in SCHEMES], id="schemes")
+                yield SelectionList[str](*[(s, s, s in BenchConfig().schemes) for s in SCHEMES],
+                                        id="schemes")
                 with Horizontal(classes="buttons"):
                     yield Button("Start", id="start", variant="success", compact=True)
                     yield Button("Stop", id="stop", variant="error", compact=True, disabled=True)
@@ -261,41 +260,28 @@ class BenchScreen(JobScreen):
         patterns.update(text)
 
     def build_argv(self) -> tuple[list[str], list[int], int]:
+        """The `coopcode bench` command for the form, its k list and n (ValueError names a bad
+        field, UserError a bad value: the check `coopcode bench` itself runs)."""
         session = self.app.session  # type: ignore[attr-defined]
-        ks_text = self.query_one("#ks", Input).value
-        try:
-            ks = [int(k) for k in ks_text.split(",") if k.strip()]
-        except ValueError:
-            raise ValueError(f"k: {ks_text!r} is not a comma-separated list of integers") from None
-        n = form_value(self.query_one("#n", Input).value, int, "n")
-        temperature = form_value(self.query_one("#temperature", Input).value, float, "temp")
-        limit_text = self.query_one("#limit", Input).value.strip()
-        limit = form_value(limit_text, int, "limit") if limit_text else None
-        max_tokens = form_value(self.query_one("#max-new-tokens", Input).value, int, "max tokens")
-        schemes = list(self.query_one("#schemes", SelectionList).selected)
-        if not ks or max(ks) > n:
-            raise ValueError(f"k: every k must be at most n={n}")
-        if not schemes:
-            raise ValueError("schemes: choose at least one")
+        values = form_values(self, BenchConfig)
+        # The split and the schemes have widgets of their own.
+        values["problems"] = str(self.query_one("#split", Select).value)
+        values["schemes"] = tuple(self.query_one("#schemes", SelectionList).selected)
+        config = BenchConfig(**values)
+        config.validate()
         out = self.query_one("#out-name", Input).value.strip()
         if not out or "/" in out:
             raise ValueError("out: give a folder name for runs/<out>")
         self.out_name = out
-        args = ["bench", "--events", "jsonl", "--k", ",".join(map(str, ks)), "--n", str(n),
-                "--temperature", str(temperature),
-                "--problems", str(self.query_one("#split", Select).value),
-                "--scheme", ",".join(schemes), "--out", f"runs/{out}",
-                "--max-new-tokens", str(max_tokens),
+        args = ["bench", "--events", "jsonl", *option_args(config, values), "--out", f"runs/{out}",
                 "--sandbox", session.spec.sandbox]
-        if limit:
-            args += ["--limit", str(limit)]
         if session.spec.model:
             args += ["--model", session.spec.model]
         for role in ("helper", "main"):
             value = str(self.query_one(f"#{role}-adapter", Select).value)
             if value != NO_ADAPTER:
                 args += [f"--{role}-adapter", value]
-        return coopcode_argv(*args), ks, n
+        return coopcode_argv(*args), list(config.ks), config.n
 
     @on(Button.Pressed, "#start")
     def action_start(self) -> None:
@@ -304,7 +290,7 @@ class BenchScreen(JobScreen):
             return
         try:
             argv, ks, n = self.build_argv()
-        except ValueError as e:
+        except (ValueError, UserError) as e:
             self.notify(str(e), severity="error", title="bench config")
             return
         self.live = LiveScores(ks, n)

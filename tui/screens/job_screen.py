@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual import work
 from textual.screen import Screen
 from textual.widgets import RichLog
@@ -99,10 +97,3 @@ class JobScreen(Screen[None]):
     def job_ended(self, returncode: int | None) -> None:
         """The child exited."""
 
-
-def form_value(text: str, kind: type, name: str) -> Any:
-    """A form field's value, or ValueError naming the field."""
-    try:
-        return kind(text.strip())
-    except ValueError:
-        raise ValueError(f"{name}: {text!r} is not a valid {kind.__name__}") from None

@@ -10,34 +10,24 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, RichLog, Select
+from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, RichLog
 
 from coopcode import events as ev
 from coopcode.checkpoints import list_checkpoints
+from coopcode.errors import UserError
+from coopcode.options import option_args
+from coopcode.train.config import TrainConfig
+from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
-from tui.screens.job_screen import JobScreen, form_value
+from tui.screens.job_screen import JobScreen
 from tui.widgets.nav import NavBar
 from tui.widgets.plot import PlotView
 
-# Form fields: (id, label, TrainConfig field for the default, type, CLI flag). Steps has no
-# library default (one epoch): the form proposes a short run.
-FIELDS: tuple[tuple[str, str, str, type, str], ...] = (
-    ("group-size", "G", "group_size", int, "--group-size"),
-    ("turns", "turns", "turns", int, "--turns"),
-    ("lr", "lr", "learning_rate", float, "--lr"),
-    ("lora-rank", "LoRA rank", "lora_rank", int, "--lora-rank"),
-    ("steps", "steps", "20", int, "--steps"),
-    ("max-new-tokens", "max tokens", "max_new_tokens", int, "--max-new-tokens"),
-    ("problems", "data", "problems", str, "--problems"),
-)
-
-
-def field_default(name: str) -> str:
-    """`coopcode train`'s default for a form field (TrainConfig), as the form shows it."""
-    from coopcode.train.config import TrainConfig
-
-    value = getattr(TrainConfig(), name, name)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+# The form shows TrainConfig's `form=N` fields. Steps has no library default (one epoch):
+# the form proposes a short run.
+PRESETS: dict[str, Any] = {"steps": 20}
+# Runs this short save every step, so a stopped demo run always leaves adapters.
+SHORT_RUN = 20
 
 
 # What the plots show, from `coopcode train`'s Metric events: (metric key, curve name).
@@ -52,11 +42,6 @@ def _eta(seconds: float | None) -> str:
         return "?"
     m, s = divmod(int(seconds), 60)
     return f"{m}m{s:02d}s" if m else f"{s}s"
-
-
-def steps_small(args: list[str]) -> bool:
-    """Short runs save every step, so a stopped demo run always leaves adapters."""
-    return int(args[args.index("--steps") + 1]) <= 20
 
 
 class TrainScreen(JobScreen):
@@ -82,14 +67,7 @@ class TrainScreen(JobScreen):
         yield NavBar("train")
         with Horizontal(id="train-body"):
             with Vertical(id="train-form", classes="form"):
-                with Horizontal(classes="field"):
-                    yield Label("algo", classes="field-label")
-                    yield Select([("magrpo", "magrpo"), ("grpo", "grpo")], value="magrpo",
-                                 allow_blank=False, compact=True, id="algo")
-                for fid, label, default, _kind, _flag in FIELDS:
-                    with Horizontal(classes="field"):
-                        yield Label(label, classes="field-label")
-                        yield Input(field_default(default), compact=True, id=fid)
+                yield from form_fields(TrainConfig, PRESETS)
                 with Horizontal(classes="field"):
                     yield Label("run", classes="field-label")
                     yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="run-name")
@@ -116,18 +94,19 @@ class TrainScreen(JobScreen):
         self.set_interval(2.0, self._poll_checkpoints)
 
     def build_argv(self) -> list[str]:
-        """The `coopcode train` command for the form (ValueError names a bad field)."""
+        """The `coopcode train` command for the form (ValueError names a bad field, UserError
+        a bad value: the check `coopcode train` itself runs)."""
         session = self.app.session  # type: ignore[attr-defined]
-        args = ["train", "--events", "jsonl",
-                "--algo", str(self.query_one("#algo", Select).value)]
-        for fid, label, _default, kind, flag in FIELDS:
-            value = form_value(self.query_one(f"#{fid}", Input).value, kind, label)
-            args += [flag, str(value)]
+        values = form_values(self, TrainConfig)
+        config = TrainConfig(**values)
+        config.validate()
         run = self.query_one("#run-name", Input).value.strip()
         if not run or "/" in run:
             raise ValueError("run: give a folder name for checkpoints/<run>")
         self.out_dir = Path("checkpoints") / run
-        args += ["--out", str(self.out_dir), "--save-every", "1" if steps_small(args) else "10"]
+        short = config.steps is not None and config.steps <= SHORT_RUN
+        args = ["train", "--events", "jsonl", *option_args(config, values),
+                "--out", str(self.out_dir), "--save-every", "1" if short else "10"]
         if self.query_one("#resume", Checkbox).value:
             args.append("--resume")
         if session.spec.model:
@@ -142,7 +121,7 @@ class TrainScreen(JobScreen):
             return
         try:
             argv = self.build_argv()
-        except ValueError as e:
+        except (ValueError, UserError) as e:
             self.notify(str(e), severity="error", title="training config")
             return
         self.metrics.clear()
