@@ -17,9 +17,11 @@ import os
 import stat
 import subprocess
 import sys
+import threading
 
 from sandbox import cgroups, confine
 from sandbox.pool import START_TIMEOUT, WorkerPool
+from sandbox.verdict import SandboxUnavailable
 from sandbox.worker import PipeTransport, Worker
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "runner.py")
@@ -33,6 +35,35 @@ WORKER_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 def slot_uid(slot: int) -> int:
     """A uid used by nothing else on the machine: kill(-1) as it reaches only this slot."""
     return UID_BASE + (os.getpid() % (1 << 22)) * MAX_WORKERS + slot
+
+
+# Slots (uid and cgroup) are the process's, shared by all its sandboxes: two sandboxes in one
+# process must never hold the same slot, or closing one (which kills what is in its cgroup
+# and runs as its uid) kills the other's workers.
+_slots_lock = threading.Lock()
+_slots_taken: set[int] = set()
+
+
+def _reserve_slots(n: int) -> list[int]:
+    with _slots_lock:
+        free = [s for s in range(MAX_WORKERS) if s not in _slots_taken][:n]
+        if len(free) < n:
+            raise SandboxUnavailable(f"process sandbox: more than {MAX_WORKERS} workers open in "
+                                     f"one process (close a sandbox first)")
+        _slots_taken.update(free)
+        return free
+
+
+def _release_slots(slots: list[int]) -> None:
+    with _slots_lock:
+        _slots_taken.difference_update(slots)
+
+
+def _forget_slots_in_child() -> None:
+    _slots_taken.clear()  # a forked child has its own pid, hence its own uids and cgroups
+
+
+os.register_at_fork(after_in_child=_forget_slots_in_child)
 
 
 @functools.lru_cache(maxsize=1)
@@ -101,20 +132,30 @@ class ProcessSandbox(WorkerPool):
         self.namespaces = self.root and namespaces_available()
         self.python = sandbox_python(self.root)
         self.memory_mb = memory_mb
+        self.slots = _reserve_slots(size)  # pool slot i runs in process-wide slot slots[i]
         super().__init__(size, self._start)
         if self.root:
             cgroups.remove_stale()
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            _release_slots(self.slots)
+            raise
+
+    def close(self) -> None:
+        super().close()
+        if os.getpid() == self._owner_pid:
+            _release_slots(self.slots)
 
     def _config(self, slot: int) -> tuple[dict[str, object], cgroups.SlotCgroup | None]:
         cfg: dict[str, object] = {"mode": "process", "namespaces": self.namespaces}
         cg = None
         if self.root:
-            uid = slot_uid(slot)
+            uid = slot_uid(self.slots[slot])
             prefix = os.path.realpath(self.python)
             cfg.update(uid=uid, gid=uid, nproc=SLOT_PIDS, tmpfs_mb=64,
                        hide=[h for h in HIDE if not prefix.startswith(h + os.sep)])
-            cg = cgroups.create(f"{os.getpid()}-{slot}", SLOT_PIDS, self.memory_mb << 20)
+            cg = cgroups.create(f"{os.getpid()}-{self.slots[slot]}", SLOT_PIDS, self.memory_mb << 20)
             if cg is not None:
                 cfg["cgroup_procs"] = list(cg.procs_files)
         else:

@@ -115,3 +115,17 @@ def test_a_zygote_killed_between_jobs_is_replaced_and_the_next_job_runs() -> Non
         os.kill(zygotes[0], 9)
         verdicts = [sb.run(job) for _ in range(3)]
         assert [v.status for v in verdicts] == ["passed"] * 3, verdicts[0].detail
+
+
+def test_closing_one_sandbox_leaves_another_of_the_same_process_working() -> None:
+    """Two sandboxes in one process (a test session's and a test's own, the TUI's and a
+    bench's) get different uids and cgroups: closing one, which kills what runs in its
+    cgroup and as its uids, must not touch the other's workers."""
+    job = Job(program="def f():\n    return 1\n", tests="assert f() == 1\n", entry_point="f")
+    with ProcessSandbox(2) as first:
+        assert first.run(job).passed
+        second = ProcessSandbox(2)
+        assert set(second.slots).isdisjoint(first.slots)
+        assert second.run(job).passed
+        second.close()
+        assert [first.run(job).status for _ in range(4)] == ["passed"] * 4
