@@ -66,7 +66,10 @@ class ZygoteClient:
             raise ZygoteDied("zygote is gone")
         if not select.select([self.sock], [], [], timeout)[0]:
             return None
-        data = self.sock.recv(1 << 16)
+        try:
+            data = self.sock.recv(1 << 16)
+        except OSError:  # reset: it died with our last message unread
+            data = b""
         if not data:
             self.forget()
             raise ZygoteDied("zygote closed its socket")
