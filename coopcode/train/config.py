@@ -30,6 +30,7 @@ TRAIN_SCHEMES = ("sequential", "parallel")  # MAGRPO; GRPO always uses the `sing
 JOINT_MODES = ("aligned", "cross")
 LR_SCHEDULES = ("constant", "linear", "cosine")
 REDUCTIONS = ("sum", "mean")
+ROLLOUT_ENGINES = ("local", "vllm", "openai")
 
 
 @dataclass
@@ -104,6 +105,18 @@ class TrainConfig:
                                    flags=("--keep",), at_least=1)
     seed: int = option(0, "Seed for data order and sampling.")
 
+    # -- who samples the rollouts ----------------------------------------------------------
+    rollout_engine: str = option(
+        "local", "Who samples: local (the trained model itself), vllm (vLLM in-process) or "
+        "openai (OpenAI-compatible servers at --rollout-base-url, e.g. vllm serve).",
+        choices=ROLLOUT_ENGINES, noun="rollout engine")
+    rollout_base_url: tuple[str, ...] = option(
+        (), "--rollout-engine openai: the servers' URLs, comma-separated (vllm serve started with "
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True --enable-lora; they must read the run folder).")
+    deterministic: bool = option(
+        False, "Local rollouts: sample every completion alone, so a sample never depends on its "
+        "batch (slower; what makes a multi-rank run equal a one-rank run exactly).")
+
     @property
     def roles(self) -> tuple[str, ...]:
         return ("single",) if self.algo == "grpo" else ("helper", "main")
@@ -126,6 +139,15 @@ class TrainConfig:
         if self.algo == "grpo" and self.helper_init is not None:
             raise UserError(f"{flag('helper_init')}: GRPO trains one agent (use "
                             f"{flag('main_init')})")
+        if (self.rollout_engine == "openai") != bool(self.rollout_base_url):
+            raise UserError(f"{flag('rollout_base_url')} goes with {flag('rollout_engine')} openai "
+                            "(the servers that sample the rollouts)")
+        for url in self.rollout_base_url:
+            if not url.startswith(("http://", "https://")):
+                raise UserError(f"{flag('rollout_base_url')} {url!r}: give an http(s) URL such as "
+                                "http://127.0.0.1:8000/v1")
+        if self.deterministic and self.rollout_engine != "local":
+            raise UserError(f"{flag('deterministic')} is for local rollouts")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

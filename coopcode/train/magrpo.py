@@ -126,7 +126,8 @@ class MAGRPOTrainer:
         self.schedulers: dict[str, Any] = {}
         self._attach_adapters()
         self.step = 0  # optimizer steps completed
-        self.last_rollouts: list[ProblemRollout] = []
+        self.last_rollouts: list[ProblemRollout] = []  # this rank's
+        self.step_task_ids: list[str] = []
 
     # -- set-up -----------------------------------------------------------------------------
 
@@ -138,9 +139,13 @@ class MAGRPOTrainer:
                           target_modules=lora_target_modules(cfg.lora_targets), bias="none",
                           task_type="CAUSAL_LM")
         inits = {"helper": cfg.helper_init, "main": cfg.main_init, "single": cfg.main_init}
-        for role in self.roles:
+        for i, role in enumerate(self.roles):
             name = ADAPTER_OF_ROLE[role]
-            params = self.policy.add_adapter(name, lora, weights=inits[role])
+            # LoRA's A matrices start random: from the run's seed, so a run (and every rank of
+            # it) starts from the same adapters.
+            with torch.random.fork_rng():
+                torch.manual_seed(cfg.seed * 1009 + i)
+                params = self.policy.add_adapter(name, lora, weights=inits[role])
             self.params[role] = params
             self.policy.select(name)  # DDP takes the weights that require grad now
             self.losses[role] = agent_loss(params, self._chunk_loss, self.ranks)
@@ -176,7 +181,9 @@ class MAGRPOTrainer:
         cfg = self.config
         started = time.time()
         self.sync_sampler()
-        problems = [self.problems[i] for i in self.ranks.shard(self.order.indices(self.step))]
+        everyone = [self.problems[i] for i in self.order.indices(self.step)]
+        self.step_task_ids = [p.task_id for p in everyone]  # the step's, over all ranks
+        problems = self.ranks.shard(everyone)
         rollouts, rstats = self.rollouts.run(problems, self.step)
         self._check_cancel()
         for r in rollouts:

@@ -21,12 +21,13 @@ def peak_rss_mb() -> float:
 class MetricsLog:
     """Appends one JSON line per step and emits a `Metric` event with the same values."""
 
-    def __init__(self, out: Path, emit: Emit, *, tensorboard: bool = True) -> None:
+    def __init__(self, out: Path, emit: Emit, *, tensorboard: bool = True, write: bool = True) -> None:
         self.path = out / "metrics.jsonl"
         self.emit = emit
+        self.write = write  # False on ranks other than 0: one process writes the run's files
         self.history: list[dict[str, Any]] = _read(self.path)
         self._tb: Any = None
-        if tensorboard:
+        if tensorboard and write:
             try:
                 from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
 
@@ -37,10 +38,11 @@ class MetricsLog:
     def log(self, step: int, values: dict[str, float], extra: dict[str, Any] | None = None) -> None:
         clean = {k: float(v) for k, v in values.items()}
         record = {"step": step, **clean, **(extra or {})}
-        with open(self.path, "a") as f:
-            f.write(json.dumps(record) + "\n")
-            f.flush()
-            os.fsync(f.fileno())  # a line per step is cheap; a SIGKILL must not cut it
+        if self.write:
+            with open(self.path, "a") as f:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+                os.fsync(f.fileno())  # a line per step is cheap; a SIGKILL must not cut it
         self.history.append(record)
         self.emit(Metric(step=step, values=clean))
         if self._tb is not None:

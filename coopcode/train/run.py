@@ -19,7 +19,9 @@ from coopcode.train.metrics import MetricsLog
 
 # Fields --resume may change; everything else must match the saved run (or the resumed run
 # would not be the run that was started).
-RESUMABLE_OVERRIDES = ("steps", "save_every", "keep_checkpoints", "timeout")
+# What a resumed run may change: the schedule's end, and who samples (not what is sampled).
+RESUMABLE_OVERRIDES = ("steps", "save_every", "keep_checkpoints", "timeout", "rollout_engine",
+                       "rollout_base_url", "deterministic")
 
 
 @dataclass
@@ -65,6 +67,24 @@ def resolve_config(config: TrainConfig, out: Path, resume: bool,
     return replace(saved, **changes)
 
 
+def open_rollout_engine(config: TrainConfig, progress: Any = None) -> tuple[Any, Any]:
+    """The engine that samples and the policy that learns. Local: one model does both (the
+    adapters are trained in place; the policy is made from the engine). vLLM or servers:
+    they sample, and a separate transformers copy of the model computes the gradients."""
+    from coopcode.engines import load_engine
+    from coopcode.train.policy import TransformersPolicy
+
+    if config.rollout_engine == "local":
+        kw: dict[str, Any] = {"deterministic": True} if config.deterministic else {}
+        return load_engine(config.model, progress=progress, **kw), None
+    if config.rollout_engine == "openai":
+        engine = load_engine(config.model, "openai", base_urls=list(config.rollout_base_url),
+                             progress=progress)
+    else:
+        engine = load_engine(config.model, "vllm", progress=progress)
+    return engine, TransformersPolicy.load(config.model, progress=progress)
+
+
 def make_trainer(engine: Any, config: TrainConfig, problems: list[Problem], **kw: Any) -> Any:
     from coopcode.train.grpo import GRPOTrainer
     from coopcode.train.magrpo import MAGRPOTrainer
@@ -94,17 +114,22 @@ def train(
     problems = load_training_problems(config.problems, config.limit)
     state_dir = ckpt.latest_state(out) if resume else None
     state_info = json.loads((state_dir / "state.json").read_text()) if state_dir else {}
-    if engine is None:
-        from coopcode.engines import load_engine
+    from coopcode.train.distributed import init_ranks
 
-        engine = load_engine(config.model, progress=progress)
+    ranks = init_ranks()  # torchrun: this process's share; alone: rank 0 of 1
+    if not ranks.main:
+        emit, progress = ignore, None  # rank 0 speaks for the run
+    policy = None
+    if engine is None:
+        engine, policy = open_rollout_engine(config, progress)
     _check_base(out, engine, resume)
     if state_info and state_info.get("task_ids") != [p.task_id for p in problems]:
         raise UserError(f"{out}: the problems changed since the run started "
                         f"({config.problems}); resume with the same data")
 
     cancel = cancel or threading.Event()
-    trainer = make_trainer(engine, config, problems, sandbox=sandbox, scorer=scorer, cancel=cancel)
+    trainer = make_trainer(engine, config, problems, sandbox=sandbox, scorer=scorer, cancel=cancel,
+                           policy=policy, sync_dir=out / "rollout_adapters", ranks=ranks)
     total = trainer.total_steps
     names = list(trainer.adapter_names().values())
     if state_dir is not None:
@@ -112,12 +137,14 @@ def train(
         for name in names:
             trainer.policy.load_weights(name, state_dir / name)
         trainer.load_state_dict(trainer_state)
-        ckpt.publish_adapters(out, state_dir, names)
-    for name in ("metrics.jsonl", "samples.jsonl"):
-        ckpt.truncate_metrics(out / name, trainer.step)
-    if not (out / "config.json").exists():
-        ckpt.write_json_atomic(out / "config.json", config.to_dict())
-    log = MetricsLog(out, emit)
+        if ranks.main:
+            ckpt.publish_adapters(out, state_dir, names)
+    if ranks.main:
+        for name in ("metrics.jsonl", "samples.jsonl"):
+            ckpt.truncate_metrics(out / name, trainer.step)
+        if not (out / "config.json").exists():
+            ckpt.write_json_atomic(out / "config.json", config.to_dict())
+    log = MetricsLog(out, emit, write=ranks.main)
     emit(Started(job="train", total=total, meta={
         "out": str(out), "algo": config.algo, "model": engine.model_name,
         "problems": len(problems), "group_size": config.group_size,
@@ -127,6 +154,9 @@ def train(
         emit(Log(message=f"resuming {out} at step {trainer.step}/{total}"))
 
     def save(step: int) -> None:
+        if not ranks.main:  # every rank holds the same adapters; one writes them
+            return
+
         def write_adapters(folder: Path) -> None:
             for name in names:
                 trainer.policy.save(name, folder / name)
@@ -156,8 +186,9 @@ def train(
                 raise TrainingStopped(trainer.step)
             values = trainer.train_step()
             step = trainer.step
-            log.log(step, values, extra={"task_ids": [r.problem.task_id for r in trainer.last_rollouts]})
-            log_samples(out / "samples.jsonl", step, trainer.last_rollouts)
+            log.log(step, values, extra={"task_ids": trainer.step_task_ids})
+            if ranks.main:
+                log_samples(out / "samples.jsonl", step, trainer.last_rollouts)
             rate = (time.time() - started) / max(1, step - first_step)
             emit(Progress(done=step, total=total, label=f"step {step}/{total}",
                           eta_s=rate * (total - step)))
