@@ -170,9 +170,8 @@ def solve(
     quiet = as_json or events is not None
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, engine=engine,
-                         **engine_kw)
-    with open_sandbox_for_cli(sandbox, _warn) as sb:
+    with open_agents(model, helper_adapter, main_adapter, progress=_progress, engine=engine,
+                     **engine_kw) as agents, open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             result = run_solve(prob, agents.engine, sb, config, helper_adapter=agents.helper_name,
                                main_adapter=agents.main_name, emit=emit)
@@ -227,9 +226,8 @@ def bench(
     quiet = as_json or events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
-    agents = open_agents(model, helper_adapter, main_adapter, progress=_progress, engine=engine,
-                         **engine_kw)
-    with open_sandbox_for_cli(sandbox, _warn) as sb:
+    with open_agents(model, helper_adapter, main_adapter, progress=_progress, engine=engine,
+                     **engine_kw) as agents, open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             summary = run_bench(config, probs, agents.engine, sb, folder,
                                 helper_adapter=agents.helper_adapter, main_adapter=agents.main_adapter,

@@ -22,6 +22,12 @@ class Agents:
     helper_adapter: tuple[str, str] | None = None  # (name in the engine, path)
     main_adapter: tuple[str, str] | None = None
 
+    def __enter__(self) -> Agents:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.engine.close()  # its decode thread must be out of torch before the process exits
+
     @property
     def helper_name(self) -> str | None:
         return self.helper_adapter[0] if self.helper_adapter else None

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from adapter_helpers import make_adapter
 
-from coopcode.engines import GenerationRequest, SamplingParams
+from coopcode.engines import Completion, GenerationRequest, SamplingParams
+from coopcode.engines.base import Engine
 from coopcode.engines.transformers_engine import TransformersEngine
 
 
@@ -148,3 +149,49 @@ def test_helper_main_and_base_rows_step_together(tiny_model_dir: Path, tmp_path:
         assert len({c.text for (c,) in out}) == 3
     finally:
         eng.close()
+
+
+def test_close_stops_the_decode_thread_mid_generation(tiny_model_dir: Path) -> None:
+    """A process that exits while the decode thread is inside torch aborts ("terminate called
+    without an active exception"): close() must wait for the thread, failing what was waiting."""
+    eng = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=4)
+    before = set(threading.enumerate())
+    started = threading.Event()
+    sub = eng.submit(GenerationRequest(_prompt(eng, "Long one."),
+                                       SamplingParams(n=2, max_new_tokens=100_000, temperature=1.0, seed=3)),
+                     lambda *_: started.set())
+    assert started.wait(60)
+    decode = [t for t in set(threading.enumerate()) - before if t.name == "coopcode-decode"]
+    assert len(decode) == 1
+    eng.close()
+    assert not decode[0].is_alive()
+    with pytest.raises(RuntimeError, match="closed"):
+        sub.result(5)
+
+
+class _SlowBatchEngine(TransformersEngine):
+    """The embedded model behind the generic batch path (`generate` only), as vLLM in-process uses."""
+
+    submit = Engine.submit
+    submit_all = Engine.submit_all
+
+    def generate(self, requests: Any, on_delta: Any = None, cancel: Any = None) -> Any:
+        self.entered.set()
+        while not cancel.wait(0.01):
+            pass
+        return [[Completion("", 0, "cancelled")] * r.params.n for r in requests]
+
+
+def test_close_stops_the_generic_batcher_of_a_batch_engine(tiny_model_dir: Path) -> None:
+    eng = _SlowBatchEngine(str(tiny_model_dir), dtype="float32")
+    eng.entered = threading.Event()
+    before = set(threading.enumerate())
+    first = eng.submit(GenerationRequest("a", SamplingParams(n=1, max_new_tokens=5)))
+    assert eng.entered.wait(30)
+    queued = eng.submit(GenerationRequest("b", SamplingParams(n=1, max_new_tokens=5)))
+    worker = [t for t in set(threading.enumerate()) - before if t.name.endswith("-batcher")]
+    eng.close()
+    assert worker and not any(t.is_alive() for t in worker)
+    assert [c.finish_reason for c in first.result(5)] == ["cancelled"]
+    with pytest.raises(RuntimeError, match="closed"):
+        queued.result(5)

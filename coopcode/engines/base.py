@@ -142,9 +142,9 @@ class Engine(ABC):
         """Queue `request` and return at once; see `Submission`."""
         sub = Submission(request, on_delta)
         with _batcher_lock:
-            batcher = self.__dict__.get("_batcher")
+            batcher = self.__dict__.get("_generic_batcher")
             if batcher is None:
-                batcher = self.__dict__["_batcher"] = _Batcher(self)
+                batcher = self.__dict__["_generic_batcher"] = _Batcher(self)
         batcher.put(sub)
         return sub
 
@@ -167,8 +167,14 @@ class Engine(ABC):
         """Settings that shape the samples, for the results' meta.json."""
         return {}
 
-    def close(self) -> None:  # noqa: B027 - an optional hook, not abstract
-        """Release the model (engines may hold GBs)."""
+    def close(self) -> None:
+        """Release the model (engines may hold GBs). Engines that override this call it too:
+        it stops the worker thread `submit` started, waiting for the batch it is in (a thread
+        still inside torch when the interpreter exits aborts the process)."""
+        with _batcher_lock:
+            batcher = self.__dict__.pop("_generic_batcher", None)
+        if batcher is not None:
+            batcher.close()
 
 
 _batcher_lock = threading.Lock()
@@ -182,18 +188,39 @@ class _Batcher:
         self.engine = engine
         self.queue: list[Submission] = []
         self.cv = threading.Condition()
-        threading.Thread(target=self._loop, name=f"{engine.name}-batcher", daemon=True).start()
+        self.closed = False
+        self.current: threading.Event | None = None  # the running batch's cancel
+        self.thread = threading.Thread(target=self._loop, name=f"{engine.name}-batcher", daemon=True)
+        self.thread.start()
 
     def put(self, sub: Submission) -> None:
         with self.cv:
+            if self.closed:
+                raise RuntimeError("the engine is closed")
             self.queue.append(sub)
             self.cv.notify()
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Cancel what is queued and running; return once the worker has left `generate`."""
+        with self.cv:
+            self.closed = True
+            for s in self.queue:
+                s.cancel()
+            if self.current is not None:
+                self.current.set()
+            self.cv.notify()
+        if self.thread is not threading.current_thread():
+            self.thread.join(timeout)
 
     def _loop(self) -> None:
         while True:
             with self.cv:
-                while not self.queue:
+                while not self.queue and not self.closed:
                     self.cv.wait()
+                if self.closed:
+                    for s in self.queue:
+                        s.future.set_exception(RuntimeError("the engine was closed"))
+                    return
                 batch, self.queue = self.queue, []
             live = [s for s in batch if not s.cancelled.is_set()]
             for s in batch:
@@ -202,6 +229,10 @@ class _Batcher:
             if not live:
                 continue
             cancel = threading.Event()
+            with self.cv:
+                self.current = cancel
+                if self.closed:
+                    cancel.set()
             watcher = threading.Thread(target=_cancel_when_all, args=(live, cancel), daemon=True)
             watcher.start()
 

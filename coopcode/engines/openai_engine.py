@@ -333,6 +333,7 @@ class OpenAIEngine(Engine):
                           token_ids=ids, seconds=time.time() - started)
 
     def close(self) -> None:
+        super().close()
         self._pool.shutdown(wait=False, cancel_futures=True)
         for r in self.replicas:
             r.client.close()

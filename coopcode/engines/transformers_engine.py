@@ -260,6 +260,7 @@ class TransformersEngine(Engine):
             batcher, self._batcher = self._batcher, None
         if batcher is not None:
             batcher.close()
+        super().close()
         self.peft = None
         self.base = None  # type: ignore[assignment]
 

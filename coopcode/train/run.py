@@ -120,7 +120,8 @@ def train(
     if not ranks.main:
         emit, progress = ignore, None  # rank 0 speaks for the run
     policy = None
-    if engine is None:
+    owned = engine is None
+    if owned:
         engine, policy = open_rollout_engine(config, progress)
     _check_base(out, engine, resume)
     if state_info and state_info.get("task_ids") != [p.task_id for p in problems]:
@@ -202,6 +203,8 @@ def train(
         emit(Log(message=f"stopped after step {trainer.step}; rerun with --resume to continue"))
     finally:
         log.close()
+        if owned:
+            engine.close()  # its decode thread must be out of torch before the process exits
     last = log.history[-1] if log.history else {}
     result = TrainResult(out, trainer.step, total, stopped, last)
     emit(Finished(job="train", summary={"out": str(out), "step": trainer.step, "total_steps": total,
