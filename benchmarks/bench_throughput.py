@@ -119,6 +119,7 @@ def vllm_part(args: Any) -> None:
         embedded = load_engine(None, "transformers", **({"max_batch": args.max_batch} if args.max_batch else {}))
         ours(embedded, sb, problems[:1], "single", 1, SamplingParams(max_new_tokens=8), None)
         results["embedded"] = ours(embedded, sb, problems, "sequential", 10, params, concurrency)
+        embedded.close()
     for name, r in results.items():
         print(show(name, r))
     rate = {k: r["samples"] / r["wall"] for k, r in results.items()}
@@ -166,6 +167,7 @@ def main() -> None:
             part("sampled", engine, sb, args.reps, test[:8], "sequential", 10,
                  SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.8, seed=0),
                  "one problem at a time")
+    engine.close()
 
 
 if __name__ == "__main__":

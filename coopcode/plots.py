@@ -35,6 +35,15 @@ def run_title(what: str, meta: Mapping[str, Any]) -> str:
     return f"{what}\n" + ", ".join(details)
 
 
+def _fit(title: str, width: int) -> str:
+    """Each line of `title` wrapped at `width` characters: a long run name must not run off
+    the figure's edge (tight_layout does not shrink titles)."""
+    import textwrap
+
+    return "\n".join(part for line in title.split("\n")
+                     for part in (textwrap.wrap(line, width) or [""]))
+
+
 def _save(fig: Any, path: Path) -> Path:
     plt = _pyplot()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,7 +75,7 @@ def plot_pass_at_k(rows: Sequence[Mapping[str, Any]], ks: Sequence[int], meta: M
     ax.set_ylim(-2, 102)  # points at 0% and 100% stay whole
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
-    ax.set_title(run_title("pass@k with 95% intervals over problems", meta), fontsize=10)
+    ax.set_title(_fit(run_title("pass@k with 95% intervals over problems", meta), 90), fontsize=10)
     return _save(fig, path)
 
 
@@ -86,7 +95,7 @@ def plot_patterns(rows: Sequence[Mapping[str, Any]], meta: Mapping[str, Any], pa
     ax.set_ylim(0, 100)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="upper right")
-    ax.set_title(run_title("How main uses the helper", meta), fontsize=10)
+    ax.set_title(_fit(run_title("How main uses the helper", meta), 90), fontsize=10)
     return _save(fig, path)
 
 
@@ -94,7 +103,7 @@ def plot_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str], 
                 path: Path) -> Path:
     """Per-problem pass@1 of run A against run B; points above the diagonal gained."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.0, 5.6))
+    fig, ax = plt.subplots(figsize=(7.4, 5.6))
     # Many problems sit on the same point (0,0 or 1,1): size by count, and say the count.
     counts = Counter((round(100 * x, 1), round(100 * y, 1)) for x, y in zip(a, b))
     groups = {"gained": [], "lost": [], "same": []}  # type: dict[str, list[tuple[float, float, int]]]
@@ -115,8 +124,9 @@ def plot_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str], 
     ax.set_xlabel(f"A: {names[0]} pass@1 per problem (%)")
     ax.set_ylabel(f"B: {names[1]} pass@1 per problem (%)")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", title="problems", markerscale=0.7)
-    ax.set_title(title, fontsize=10)
+    # Outside the axes: inside, it hides the points in a corner (a problem that went 1/10 -> 9/10).
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), title="problems", markerscale=0.7)
+    ax.set_title(_fit(title, 70), fontsize=10)
     return _save(fig, path)
 
 
