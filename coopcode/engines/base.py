@@ -201,11 +201,10 @@ class _Batcher:
             self.cv.notify()
 
     def close(self, timeout: float = 60.0) -> None:
-        """Cancel what is queued and running; return once the worker has left `generate`."""
+        """Cancel the running batch and fail what is queued (the worker does, on its way out);
+        return once the worker has left `generate`."""
         with self.cv:
             self.closed = True
-            for s in self.queue:
-                s.cancel()
             if self.current is not None:
                 self.current.set()
             self.cv.notify()
