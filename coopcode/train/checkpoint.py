@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,10 @@ def check_writable(out: Path) -> None:
     """Create `out` and prove we can write there, or a UserError saying so."""
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        # A name of this process's own: torchrun's ranks all probe the same folder at once.
+        fd, probe = tempfile.mkstemp(prefix=".write-test-", dir=out)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as e:
         raise UserError(f"cannot write to {out}: {e.strerror or e}") from None
 

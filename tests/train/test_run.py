@@ -33,3 +33,28 @@ def test_train_from_python_with_a_plain_reward_function(make_engine: Any, tiny_m
     assert saves == [f"checkpoint step 1: {out}", f"checkpoint step 2: {out}"]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["metrics"]["reward_mean"] is not None and manifest["step"] == 2
+
+
+def test_ranks_probing_one_run_folder_at_once_do_not_trip_each_other(tmp_path: Path) -> None:
+    # torchrun's ranks all call check_writable on the same --out at the same moment; with one
+    # shared probe name a rank could find its probe already deleted by another (a CI failure).
+    import threading
+
+    from coopcode.train.checkpoint import check_writable
+
+    out, errors, start = tmp_path / "run", [], threading.Barrier(8)
+
+    def rank() -> None:
+        start.wait()
+        for _ in range(300):
+            try:
+                check_writable(out)
+            except Exception as e:  # noqa: BLE001 - collected and asserted below
+                errors.append(e)
+
+    threads = [threading.Thread(target=rank) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and list(out.iterdir()) == []
