@@ -53,11 +53,11 @@ def batch_part(args: Any, problems: list[Any], sandbox: Any) -> None:
     n = len(problems)
     print(f"\n== batch: {n} problems, G={args.G}, max_new_tokens={args.max_new_tokens}")
     # Two engines, so both sides start from the same fresh adapters (same seed).
-    one = make(TransformersEngine(None), problems, sandbox, 1, args)
-    ref_s, ref_m = steps(one, n)
+    with TransformersEngine(None) as engine:
+        ref_s, ref_m = steps(make(engine, problems, sandbox, 1, args), n)
     show("reference: 1 problem per step", ref_s, n, ref_m)
-    many = make(TransformersEngine(None), problems, sandbox, n, args)
-    our_s, our_m = steps(many, 1)
+    with TransformersEngine(None) as engine:
+        our_s, our_m = steps(make(engine, problems, sandbox, n, args), 1)
     show(f"ours: --rollout-batch {n}", our_s, n, our_m)
     print(f"batch: ratio problems/s {ref_s / our_s:.2f}x")
 
@@ -82,8 +82,8 @@ def vllm_part(args: Any, problems: list[Any], sandbox: Any) -> None:
         show("sampled by vllm serve", remote_s, n, remote_m)
     finally:
         server.stop()
-    local = make(TransformersEngine(None), problems, sandbox, n, args)
-    local_s, local_m = steps(local, 1)
+    with TransformersEngine(None) as engine:
+        local_s, local_m = steps(make(engine, problems, sandbox, n, args), 1)
     show("sampled by the local engine", local_s, n, local_m)
     print(f"vllm: local / vllm serve step time {local_s / remote_s:.2f}")
 

@@ -154,16 +154,15 @@ def test_helper_main_and_base_rows_step_together(tiny_model_dir: Path, tmp_path:
 def test_close_stops_the_decode_thread_mid_generation(tiny_model_dir: Path) -> None:
     """A process that exits while the decode thread is inside torch aborts ("terminate called
     without an active exception"): close() must wait for the thread, failing what was waiting."""
-    eng = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=4)
     before = set(threading.enumerate())
-    started = threading.Event()
-    sub = eng.submit(GenerationRequest(_prompt(eng, "Long one."),
-                                       SamplingParams(n=2, max_new_tokens=100_000, temperature=1.0, seed=3)),
-                     lambda *_: started.set())
-    assert started.wait(60)
-    decode = [t for t in set(threading.enumerate()) - before if t.name == "coopcode-decode"]
-    assert len(decode) == 1
-    eng.close()
+    with TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=4) as eng:  # closes
+        started = threading.Event()
+        params = SamplingParams(n=2, max_new_tokens=100_000, temperature=1.0, seed=3)
+        sub = eng.submit(GenerationRequest(_prompt(eng, "Long one."), params),
+                         lambda *_: started.set())
+        assert started.wait(60)
+        decode = [t for t in set(threading.enumerate()) - before if t.name == "coopcode-decode"]
+        assert len(decode) == 1
     assert not decode[0].is_alive()
     with pytest.raises(RuntimeError, match="closed"):
         sub.result(5)

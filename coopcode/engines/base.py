@@ -176,6 +176,12 @@ class Engine(ABC):
         if batcher is not None:
             batcher.close()
 
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 _batcher_lock = threading.Lock()
 
