@@ -322,6 +322,85 @@ def compare(
             out.print(f"[dim]written: {out_dir}/compare.md, compare.json, paired-*.png[/]")
 
 
+@app.command("paper-table")
+def paper_table(
+    out_dir: Annotated[Path, typer.Option("--out", help="Table folder: one bench folder per row (resumed when rerun), table.md, table.json, table.png, summaries/.")] = Path("runs/table1"),
+    rows: Annotated[str, typer.Option("--rows", help="Comma-separated rows: single, pair, grpo, magrpo.")] = "single,pair,grpo,magrpo",
+    model: ModelOpt = None,
+    grpo_adapter: Annotated[Path | None, typer.Option("--grpo-adapter", help="The GRPO run folder \\[default: checkpoints/grpo-0.5b, or checkpoints/grpo-<model>]; trained (or resumed) when not complete.")] = None,
+    magrpo_adapter: Annotated[Path | None, typer.Option("--magrpo-adapter", help="The MAGRPO run folder \\[default: checkpoints/magrpo-0.5b, or checkpoints/magrpo-<model>].")] = None,
+    no_train: Annotated[bool, typer.Option("--no-train", help="Bench the adapters as they are; refuse rows whose adapters are not trained.")] = False,
+    train_steps: Annotated[int, typer.Option("--train-steps", help="Steps of each training started here (both: the same budget).")] = 60,
+    n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 10,
+    k: Annotated[str, typer.Option("--k", help="Comma-separated k values.")] = "1,3,5,10",
+    temperature: Annotated[float, typer.Option(help="Sampling temperature of the benches.")] = 0.8,
+    problems: Annotated[str, typer.Option(help="The benches' problems: humaneval[:split], a .jsonl, a .py or a folder.")] = "humaneval:test",
+    limit: Annotated[int | None, typer.Option(help="Only the first N problems.")] = None,
+    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="The benches' token budget per agent turn.")] = 384,
+    train_max_new_tokens: Annotated[int, typer.Option("--train-max-new-tokens", help="The trainings' token budget per completion (both: the same).")] = 192,
+    from_summaries: Annotated[Path | None, typer.Option("--from-summaries", help="Build the table from these row summaries (<row>.json, as written to <out>/summaries/) and run nothing.")] = None,
+    sandbox: SandboxOpt = "auto",
+    engine: Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (in-process, with the adapters as LoRA requests).")] = "transformers",
+    dtype: DtypeOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+) -> None:
+    """The seed paper's Table 1 re-made: single, prompted pair, GRPO and MAGRPO rows with intervals.
+
+    Trains (or resumes) the two adapters when their runs are not complete, benches each row
+    in --out/<row> (resuming), compares each row with the single model, paired over problems.
+    """
+    from coopcode import paper_table as pt
+    from coopcode.inputs import check_at_least, check_output_folder
+    from coopcode.runtime import check_runtime_names
+
+    ks = _parse_ks(k)
+    if from_summaries is not None:
+        table = pt.build_table(pt.read_summaries(from_summaries), ks)
+        if as_json:
+            print(json.dumps(table))
+        else:
+            print(pt.render_markdown(table), end="")
+        return
+    config = BenchConfig(ks=tuple(ks), n=n, temperature=temperature, problems=problems, limit=limit,
+                         max_new_tokens=max_new_tokens)
+    config.validate()
+    check_at_least("--train-steps", train_steps)
+    check_at_least("--train-max-new-tokens", train_max_new_tokens)
+    check_runtime_names(sandbox=sandbox, engine=engine)
+    if engine not in ("transformers", "vllm"):
+        raise UserError(f"--engine {engine}: paper-table loads the adapters itself (transformers or "
+                        "vllm); bench served adapters with `coopcode bench` instead")
+    engine_kw = _engine_options(engine, dtype)
+    plan = pt.TablePlan(rows=pt.parse_rows(rows), out=check_output_folder(out_dir),
+                        adapter_runs={"grpo": grpo_adapter or pt.default_adapter_run("grpo", model),
+                                      "magrpo": magrpo_adapter or pt.default_adapter_run("magrpo", model)},
+                        train=not no_train, train_steps=train_steps,
+                        train_max_new_tokens=train_max_new_tokens)
+    pt.check_plan(plan)  # refusals before anything loads
+    from coopcode.engines import load_engine
+    from coopcode.problems import load_problems
+    from coopcode.render import LogPrinter
+    from coopcode.runtime import open_sandbox_for_cli
+    from coopcode.train.cli import TrainPrinter
+    from coopcode.train.run import train
+
+    load_problems(problems)  # a bad problem set fails now, not after an hour of training
+    with open_sandbox_for_cli(sandbox, _warn) as sb:
+        def train_one(train_config: Any, folder: Path, resume: bool) -> Any:
+            return train(train_config, folder, resume=resume, sandbox=sb, emit=TrainPrinter(err),
+                         progress=_progress)
+
+        table = pt.run_paper_table(
+            plan, model=model, bench_config=config, sandbox=sb, train_one=train_one,
+            open_engine=lambda: load_engine(model, engine, progress=_progress, **engine_kw),
+            emit=LogPrinter(err), log=_progress)
+    if as_json:
+        print(json.dumps(table))
+    else:
+        print(pt.render_markdown(table), end="")  # markdown, never wrapped
+        err.print(f"[dim]written: {out_dir}/table.md, table.json, table.png, summaries/[/]")
+
+
 @models_app.command("list")
 def models_list(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as a JSON list of objects.")] = False,

@@ -54,7 +54,7 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def plot_pass_at_k(rows: Sequence[Mapping[str, Any]], ks: Sequence[int], meta: Mapping[str, Any],
-                   path: Path) -> Path:
+                   path: Path, what: str = "pass@k with 95% intervals over problems") -> Path:
     """pass@k against k, one line per method, with 95% interval bars."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=SIZE)
@@ -75,7 +75,7 @@ def plot_pass_at_k(rows: Sequence[Mapping[str, Any]], ks: Sequence[int], meta: M
     ax.set_ylim(-2, 102)  # points at 0% and 100% stay whole
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
-    ax.set_title(_fit(run_title("pass@k with 95% intervals over problems", meta), 90), fontsize=10)
+    ax.set_title(_fit(run_title(what, meta), 90), fontsize=10)
     return _save(fig, path)
 
 

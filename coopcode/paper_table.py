@@ -1,0 +1,393 @@
+"""`coopcode paper-table`: the seed paper's Table 1 re-made with this tool, end to end.
+
+Four rows on one problem set (the HumanEval test split by default), n samples per problem:
+
+| row      | what is benched                                        | adapter trained by       |
+|----------|--------------------------------------------------------|--------------------------|
+| `single` | the base model alone (scheme single)                   | (none)                   |
+| `pair`   | the base model as helper and main (scheme sequential)  | (none)                   |
+| `grpo`   | one agent trained with GRPO (scheme single)            | `coopcode train --algo grpo`   |
+| `magrpo` | the pair trained jointly with MAGRPO (sequential)      | `coopcode train --algo magrpo` |
+
+`run_paper_table` trains (or resumes) the two adapters when their run folders are not
+complete, then runs (or resumes) each row's bench in `<out>/<row>/`, then builds the table
+from the rows' summaries. `build_table` needs nothing but those summaries (each row's
+per-problem estimates), so a table is recomputed from committed summaries alone
+(`coopcode paper-table --from-summaries DIR`, and tests/test_paper_table.py): every number
+in it comes from the runs. Each row is compared with the single model, paired over the
+problems (`coopcode.stats.paired_difference`, as `coopcode compare` does).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from coopcode import stats
+from coopcode.cooperation import PATTERNS
+from coopcode.errors import UserError
+
+SUMMARIES = "summaries"  # <out>/summaries/<row>.json: what the table was built from
+
+
+@dataclass(frozen=True)
+class TableRow:
+    key: str
+    method: str
+    scheme: str
+    algo: str | None  # the training that makes its adapter (None: the base model)
+    paper_pass_at_1: float  # the seed paper, Qwen2.5-Coder-3B, HumanEval (40 problems), n=10
+
+    @property
+    def adapter_roles(self) -> tuple[str, ...]:
+        return {"grpo": ("main",), "magrpo": ("helper", "main")}.get(self.algo or "", ())
+
+
+ROWS = (
+    TableRow("single", "Single model (untrained)", "single", None, 29.25),
+    TableRow("pair", "Prompted pair, sequential (untrained)", "sequential", None, 24.00),
+    TableRow("grpo", "Single agent trained with GRPO", "single", "grpo", 14.50),
+    TableRow("magrpo", "Pair trained with MAGRPO", "sequential", "magrpo", 44.25),
+)
+ROW_KEYS = tuple(r.key for r in ROWS)
+BASELINE = "single"
+
+# The training both adapters get: the same budget, learning rate, token budget and seed.
+# G=4 and one problem per step as in the seed paper; 192 new tokens per completion (the
+# paper's bodies are short; the bench still allows 384).
+TRAINING: dict[str, Any] = {"steps": 60, "group_size": 4, "learning_rate": 1e-4, "max_new_tokens": 192,
+            "seed": 0, "problems_per_step": 1, "save_every": 1, "problems": "humaneval:train"}
+
+
+def row(key: str) -> TableRow:
+    for r in ROWS:
+        if r.key == key:
+            return r
+    raise UserError(f"unknown row {key!r}: use one of {', '.join(ROW_KEYS)}")
+
+
+def parse_rows(text: str) -> list[TableRow]:
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    if not keys:
+        raise UserError(f"--rows {text!r}: name at least one of {', '.join(ROW_KEYS)}")
+    return [row(k) for k in dict.fromkeys(keys)]
+
+
+def default_adapter_run(algo: str, model: str | None) -> Path:
+    """checkpoints/grpo-0.5b for the embedded model, checkpoints/grpo-<model> otherwise."""
+    from coopcode.models import DEFAULT_MODEL
+
+    if model in (None, DEFAULT_MODEL):
+        return Path("checkpoints") / f"{algo}-0.5b"
+    name = "".join(c if c.isalnum() or c in "-._" else "-" for c in Path(model).name.lower())
+    return Path("checkpoints") / f"{algo}-{name}"
+
+
+# -- the adapters ------------------------------------------------------------------------
+
+def adapter_state(run: Path, roles: Sequence[str]) -> tuple[str, str]:
+    """(state, one line on it): `complete` (trained to its total steps, or a plain adapter
+    folder with no training record), `resumable` (stopped with a trainer state), `absent`,
+    or `stuck` (stopped with nothing to resume from)."""
+    from coopcode.train import checkpoint as ckpt
+
+    if not run.exists() or (run.is_dir() and not any(run.iterdir())):
+        return "absent", f"{run}: not trained yet"
+    manifest_path = run / "manifest.json"
+    has_adapters = all((run / role / "adapter_config.json").exists() for role in roles)
+    if manifest_path.exists():
+        try:
+            manifest = json.loads(manifest_path.read_text())
+            step, total = int(manifest["step"]), int(manifest["total_steps"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise UserError(f"{manifest_path}: unreadable: not a coopcode training run") from None
+        if step >= total and has_adapters:
+            return "complete", f"{run}: trained, {step}/{total} steps"
+        if ckpt.latest_state(run) is not None:
+            return "resumable", f"{run}: at step {step}/{total}, resuming"
+        return "stuck", (f"{run} stopped at step {step}/{total} and holds no trainer state to "
+                         "resume from: pass --no-train to bench it as it is, or remove it")
+    if ckpt.latest_state(run) is not None or (run / "config.json").exists():
+        return "resumable", f"{run}: started, resuming"  # with no state saved: from step 0
+    if has_adapters:
+        return "complete", f"{run}: adapter folders (no training record), used as they are"
+    raise UserError(f"{run}: neither a training run nor adapter folders ({', '.join(roles)}/)")
+
+
+# -- the table ----------------------------------------------------------------------------
+
+def _method_row(summary: Mapping[str, Any], key: str) -> dict[str, Any] | None:
+    rows = summary.get("rows") or []
+    want = row(key).scheme
+    found = [r for r in rows if r.get("scheme") == want] or list(rows)
+    return found[0] if found else None
+
+
+def build_table(summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = (1, 3, 5, 10)
+                ) -> dict[str, Any]:
+    """The table from each row's bench summary (summary.json's dict): per row pass@k with
+    its 95% interval, the paired comparison with the single model, the cooperation pattern
+    rates; rows without a summary are listed as not run."""
+    base = _method_row(summaries[BASELINE], BASELINE) if BASELINE in summaries else None
+    out_rows = []
+    for spec in ROWS:
+        entry: dict[str, Any] = {"row": spec.key, "method": spec.method, "scheme": spec.scheme,
+                                 "paper_pass@1": spec.paper_pass_at_1}
+        summary = summaries.get(spec.key)
+        got = _method_row(summary, spec.key) if summary else None
+        if summary is None or got is None:
+            out_rows.append({**entry, "run": False})
+            continue
+        meta = summary.get("meta") or {}
+        entry.update(run=True, problems=got["problems"], samples=got["samples"],
+                     n=meta.get("n"), wall_seconds=meta.get("wall_seconds"),
+                     model=meta.get("model"), adapters=meta.get("adapters"),
+                     cooperation=got.get("cooperation") or {})
+        per_problem = got.get("per_problem") or {}
+        for k in ks:  # recomputed from the per-problem estimates, not copied from the row
+            values = [p[f"pass@{k}"] for p in per_problem.values() if f"pass@{k}" in p]
+            if per_problem and len(values) == len(per_problem):
+                est = stats.mean_interval(values)
+                entry[f"pass@{k}"] = est.mean
+                entry[f"pass@{k}_ci"] = None if est.low is None else [est.low, est.high]
+        if base is not None and spec.key != BASELINE:
+            entry["vs_single"] = _paired(base, got, ks)
+        out_rows.append(entry)
+    return {"ks": list(ks), "rows": out_rows, "baseline": BASELINE,
+            "interval": {"level": stats.LEVEL, "method": stats.METHOD}}
+
+
+def _paired(a: Mapping[str, Any], b: Mapping[str, Any], ks: Sequence[int]) -> list[dict[str, Any]]:
+    """B - A per k over the problems both rows hold, from their per-problem estimates."""
+    pa, pb = a.get("per_problem") or {}, b.get("per_problem") or {}
+    shared = sorted(set(pa) & set(pb))
+    if not shared:
+        return []
+    out = []
+    for k in ks:
+        key = f"pass@{k}"
+        if not all(key in pa[t] and key in pb[t] for t in shared):
+            continue
+        paired = stats.paired_difference([pa[t][key] for t in shared], [pb[t][key] for t in shared])
+        out.append({"k": k, "problems": len(shared), **paired.to_dict()})
+    return out
+
+
+def _pct(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
+
+
+def _cell(entry: Mapping[str, Any], k: int) -> str:
+    value, ci = entry.get(f"pass@{k}"), entry.get(f"pass@{k}_ci")
+    if value is None:
+        return "—"
+    return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else _pct(value)
+
+
+def render_markdown(table: Mapping[str, Any]) -> str:
+    """The table as markdown: pass@k with intervals beside the paper's pass@1, the paired
+    comparisons with the single model, the cooperation patterns of the pair rows."""
+    ks, rows = table["ks"], table["rows"]
+    head = ["Method", *[f"Pass@{k} [95% CI]" for k in ks], "Paper Pass@1 (3B)", "Problems × n",
+            "Wall time"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for e in rows:
+        if not e["run"]:
+            lines.append("| " + " | ".join([e["method"], *["not run"] * len(ks),
+                                            f"{e['paper_pass@1']:.2f}", "—", "—"]) + " |")
+            continue
+        wall = e.get("wall_seconds")
+        lines.append("| " + " | ".join([
+            e["method"], *[_cell(e, k) for k in ks], f"{e['paper_pass@1']:.2f}",
+            f"{e['problems']} × {e.get('n') or '?'}",
+            f"{wall / 60:.0f} min" if isinstance(wall, int | float) else "—"]) + " |")
+    lines += ["", f"Percentages; {100 * table['interval']['level']:.0f}% intervals: "
+              f"{table['interval']['method']}."]
+    compared = [e for e in rows if e.get("vs_single")]
+    if compared:
+        lines += ["", "Paired with the single model over the problems both rows hold "
+                  "(Δ in percentage points; sign test: exact, two-sided, problems gained vs lost):",
+                  "", "| Method | k | Δ vs single | 95% CI | gained / lost / tied | sign test p |",
+                  "|---|---|---|---|---|---|"]
+        for e in compared:
+            for d in e["vs_single"]:
+                lines.append(f"| {e['method']} | {d['k']} | {_pct(d['diff_mean'], True)} | "
+                             f"[{_pct(d['diff_low'], True)}, {_pct(d['diff_high'], True)}] | "
+                             f"{d['gained']} / {d['lost']} / {d['tied']} | {d['p_sign']:.3g} |")
+    pairs = [e for e in rows if e["run"] and e.get("cooperation")]
+    if pairs:
+        lines += ["", "Cooperation patterns of the pair rows (share of samples; a program may "
+                  "carry several):", "", "| Method | " + " | ".join(PATTERNS) + " |",
+                  "|" + "---|" * (len(PATTERNS) + 1)]
+        for e in pairs:
+            cells = [f"{100 * float(e['cooperation'].get(p, 0.0)):.1f}%" for p in PATTERNS]
+            lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def read_summaries(folder: Path) -> dict[str, dict[str, Any]]:
+    """`<folder>/<row>.json` for each row present (what `--from-summaries` reads)."""
+    if not folder.is_dir():
+        raise UserError(f"{folder}: no such folder of row summaries (<row>.json, e.g. single.json)")
+    found = {}
+    for spec in ROWS:
+        path = folder / f"{spec.key}.json"
+        if path.exists():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise UserError(f"{path}: not a bench summary ({e})") from None
+            if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+                raise UserError(f"{path}: not a bench summary (no rows)")
+            found[spec.key] = data
+    if not found:
+        raise UserError(f"{folder}: holds no row summary ({', '.join(f'{k}.json' for k in ROW_KEYS)})")
+    return found
+
+
+def summary_of_run(folder: Path, adapters: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """A row's summary recomputed from its bench folder's samples (None: nothing complete),
+    with the bench's wall time and the adapters it used."""
+    from coopcode.compare import summarize_folder
+
+    if not (folder / "samples.jsonl").exists():
+        return None
+    try:
+        summary = summarize_folder(folder).to_dict()
+    except UserError:
+        return None  # no problem complete yet
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        meta = {}
+    summary["meta"].update(wall_seconds=meta.get("wall_seconds"),
+                           adapters=dict(adapters or {}) or None, folder=str(folder))
+    return summary
+
+
+def write_table(out: Path, summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
+    """table.md, table.json, table.png and summaries/<row>.json into `out`."""
+    from coopcode import plots
+
+    table = build_table(summaries, ks)
+    out.mkdir(parents=True, exist_ok=True)
+    folder = out / SUMMARIES
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    for key, summary in summaries.items():
+        (folder / f"{key}.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    (out / "table.json").write_text(json.dumps(table, indent=2) + "\n")
+    text = render_markdown(table)
+    drawn = [e for e in table["rows"] if e["run"]]
+    if drawn:
+        try:
+            first = next(iter(summaries.values())).get("meta") or {}
+            plots.plot_pass_at_k(drawn, ks, first, out / "table.png",
+                                 what="The seed paper's Table 1 re-made: pass@k, 95% intervals")
+            text += "\n![pass@k of each row with 95% intervals](table.png)\n"
+        except Exception as e:  # a figure is a view: the table stands without it
+            text += f"\n(figure not drawn: {type(e).__name__}: {e})\n"
+    (out / "table.md").write_text(text)
+    return table
+
+
+# -- the whole run ------------------------------------------------------------------------
+
+@dataclass
+class TablePlan:
+    rows: list[TableRow]
+    out: Path
+    adapter_runs: dict[str, Path]  # algo -> run folder
+    train: bool = True
+    train_steps: int = field(default_factory=lambda: int(TRAINING["steps"]))
+    train_max_new_tokens: int = field(default_factory=lambda: int(TRAINING["max_new_tokens"]))
+
+
+def training_config(algo: str, model: str | None, steps: int, max_new_tokens: int) -> Any:
+    from coopcode.train.config import TrainConfig
+
+    settings = {**TRAINING, "steps": steps, "max_new_tokens": max_new_tokens}
+    return TrainConfig(algo=algo, model=model, **settings)
+
+
+def check_plan(plan: TablePlan) -> dict[str, tuple[str, str]]:
+    """Each adapter run's state, refusing what cannot go on (before anything loads)."""
+    states = {}
+    for spec in plan.rows:
+        if spec.algo is None:
+            continue
+        run = plan.adapter_runs[spec.algo]
+        state, line = adapter_state(run, spec.adapter_roles)
+        if state == "stuck" and plan.train:
+            raise UserError(line)
+        if state in ("absent", "resumable") and not plan.train:
+            raise UserError(f"{run}: not trained to the end ({line.split(': ', 1)[-1]}): "
+                            "drop --no-train to train it, or leave the row out with --rows")
+        states[spec.algo] = (state, line)
+    return states
+
+
+def bench_row_adapters(spec: TableRow, run: Path | None) -> dict[str, str]:
+    """The adapter folder per role a row's bench loads (none for the untrained rows)."""
+    if run is None:
+        return {}
+    from coopcode.runtime import resolve_adapter_path
+
+    return {role: str(resolve_adapter_path(str(run), role)) for role in spec.adapter_roles}
+
+
+def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
+                    open_engine: Callable[[], Any], sandbox: Any,
+                    train_one: Callable[[Any, Path, bool], Any], emit: Any,
+                    log: Callable[[str], None]) -> dict[str, Any]:
+    """Train what is missing, bench each row (resuming), write the table into `plan.out`."""
+    from coopcode.bench import run_bench
+
+    states = check_plan(plan)
+    for algo, (state, line) in states.items():
+        log(line)
+        if state in ("absent", "resumable"):
+            run = plan.adapter_runs[algo]
+            train_one(training_config(algo, model, plan.train_steps, plan.train_max_new_tokens),
+                      run, state == "resumable")
+            state, line = adapter_state(run, row(algo).adapter_roles)
+            if state != "complete":  # stopped (Ctrl-C): rerunning the table resumes it
+                raise UserError(f"{line}; rerun `coopcode paper-table` to go on")
+    summaries: dict[str, dict[str, Any]] = {}
+    engine = open_engine()
+    with engine:
+        for spec in plan.rows:
+            adapters = bench_row_adapters(spec, plan.adapter_runs.get(spec.algo or ""))
+            names = {}
+            for role, path in adapters.items():
+                name = f"{spec.key}-{role}"
+                if name not in engine.adapters():
+                    engine.load_adapter(name, path)
+                names[role] = (name, path)
+            config = _row_config(bench_config, spec)
+            log(f"bench {spec.key}: {spec.method} -> {plan.out / spec.key}")
+            from coopcode.problems import load_problems
+
+            run_bench(config, load_problems(config.problems), engine, sandbox, plan.out / spec.key,
+                      helper_adapter=names.get("helper"), main_adapter=names.get("main"), emit=emit)
+            summary = summary_of_run(plan.out / spec.key, adapters)
+            if summary is not None:
+                summaries[spec.key] = summary
+    for spec in ROWS:  # rows not asked for this time but benched before still count
+        if spec.key not in summaries and (plan.out / spec.key).is_dir():
+            summary = summary_of_run(plan.out / spec.key)
+            if summary is not None:
+                summaries[spec.key] = summary
+    return write_table(plan.out, summaries, bench_config.ks)
+
+
+def _row_config(bench_config: Any, spec: TableRow) -> Any:
+    from dataclasses import replace
+
+    return replace(bench_config, schemes=(spec.scheme,))

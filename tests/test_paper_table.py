@@ -1,0 +1,141 @@
+"""`coopcode paper-table`: the committed table is what its committed summaries say, and the
+command trains, benches, resumes and refuses through the real CLI (tiny model, real sandbox)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from coopcode import paper_table as pt
+from coopcode.errors import UserError
+from tests.cli_helpers import assert_one_line_error, assert_refused, coopcode
+
+REPO = Path(__file__).resolve().parent.parent
+COMMITTED = REPO / "docs" / "table1"
+
+
+def _table_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith("| ")]
+
+
+def test_the_committed_table_is_recomputed_from_the_committed_summaries() -> None:
+    summaries = pt.read_summaries(COMMITTED / pt.SUMMARIES)
+    assert {"single", "pair"} <= summaries.keys()
+    table = pt.build_table(summaries, (1, 3, 5, 10))
+    recomputed = pt.render_markdown(table)
+    committed = (COMMITTED / "table.md").read_text()
+    assert committed.startswith(recomputed), "docs/table1/table.md is not what its summaries give"
+    # The figures in BENCHMARKS.md and the README are that table, line for line.
+    main_rows = [line for line in _table_lines(recomputed) if "[" in line and "Δ" not in line]
+    for doc in ("BENCHMARKS.md", "README.md"):
+        text = (REPO / doc).read_text()
+        for line in main_rows:
+            assert line in text, (doc, line)
+    for entry in table["rows"]:
+        if not entry["run"]:
+            continue
+        # Recomputed from the per-problem estimates, they agree with what the bench printed.
+        row = pt._method_row(summaries[entry["row"]], entry["row"])
+        assert row is not None
+        for k in table["ks"]:
+            assert entry[f"pass@{k}"] == pytest.approx(row[f"pass@{k}"], abs=1e-4)
+            assert entry[f"pass@{k}_ci"] == pytest.approx(row[f"pass@{k}_ci"], abs=1e-4)
+        assert entry["n"] == 10 and entry["problems"] == 40  # the seed paper's setting
+
+
+def test_paired_rows_agree_with_coopcode_compare(tmp_path: Path) -> None:
+    """The table's paired comparison is the one `coopcode compare` computes from samples."""
+    from tests.test_compare import make_run
+
+    single = make_run(tmp_path / "single", {"T/0": 2, "T/1": 0, "T/2": 4, "T/3": 1}, 4,
+                      scheme="single")
+    pair = make_run(tmp_path / "pair", {"T/0": 4, "T/1": 1, "T/2": 0, "T/3": 1}, 4)
+    summaries = {key: pt.summary_of_run(folder) for key, folder in
+                 (("single", single), ("pair", pair))}
+    table = pt.build_table(summaries, (1, 4))
+    entry = next(e for e in table["rows"] if e["row"] == "pair")
+    done = coopcode("compare", str(single), str(pair), "--k", "1,4", "--json")
+    assert done.returncode == 0, done.stderr
+    expected = json.loads(done.stdout)["comparisons"][0]["per_k"]
+    for mine, theirs in zip(entry["vs_single"], expected, strict=True):
+        assert mine["k"] == theirs["k"]
+        for key in ("diff_mean", "diff_low", "diff_high", "gained", "lost", "tied", "p_sign"):
+            assert mine[key] == pytest.approx(theirs[key], abs=1e-9), key
+    assert not next(e for e in table["rows"] if e["row"] == "grpo")["run"]
+    assert "not run" in pt.render_markdown(table)
+
+
+def test_a_stopped_run_with_nothing_to_resume_is_refused(tmp_path: Path) -> None:
+    run = tmp_path / "magrpo"
+    for role in ("helper", "main"):
+        (run / role).mkdir(parents=True)
+        (run / role / "adapter_config.json").write_text("{}")
+    (run / "manifest.json").write_text(json.dumps({"step": 20, "total_steps": 60}))
+    plan = pt.TablePlan(rows=pt.parse_rows("magrpo"), out=tmp_path / "t",
+                        adapter_runs={"grpo": tmp_path / "g", "magrpo": run})
+    with pytest.raises(UserError, match="stopped at step 20/60 .* --no-train"):
+        pt.check_plan(plan)
+    plan.train = False  # benched as it is
+    assert pt.check_plan(plan)["magrpo"][0] == "stuck"
+    plan.adapter_runs["magrpo"] = tmp_path / "absent"
+    with pytest.raises(UserError, match="not trained to the end"):
+        pt.check_plan(plan)
+
+
+@pytest.mark.slow
+def test_the_whole_table_trains_benches_and_resumes(tiny_model_dir: Path, tmp_path: Path,
+                                                     cli_env: dict[str, str]) -> None:
+    out = tmp_path / "table"
+    args = ["paper-table", "--model", str(tiny_model_dir), "--out", str(out), "--limit", "2",
+            "--n", "2", "--k", "1,2", "--train-steps", "1", "--grpo-adapter", str(tmp_path / "grpo"),
+            "--magrpo-adapter", str(tmp_path / "magrpo"), "--dtype", "float32",
+            "--max-new-tokens", "24", "--train-max-new-tokens", "16"]
+    done = coopcode(*args, env=cli_env, timeout=1200)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for algo, roles in (("grpo", ("main",)), ("magrpo", ("helper", "main"))):
+        manifest = json.loads((tmp_path / algo / "manifest.json").read_text())
+        assert (manifest["algorithm"], manifest["step"], manifest["total_steps"]) == (algo, 1, 1)
+        assert (manifest["config"]["group_size"], manifest["config"]["learning_rate"],
+                manifest["config"]["max_new_tokens"]) == (4, 1e-4, 16)
+        meta = json.loads((out / algo / "meta.json").read_text())
+        for role in roles:  # each trained row was benched with its own adapters
+            assert meta["identity"][f"{role}_adapter"] == str(tmp_path / algo / role)
+    for key in pt.ROW_KEYS:
+        assert (out / key / "samples.jsonl").read_text().count("\n") == 4  # 2 problems x n=2
+    table = json.loads((out / "table.json").read_text())
+    assert [e["run"] for e in table["rows"]] == [True] * 4
+    assert [len(e["vs_single"]) for e in table["rows"][1:]] == [2, 2, 2]
+    assert (out / "table.png").stat().st_size > 1000
+    for method in ("Single model (untrained)", "Pair trained with MAGRPO"):
+        assert method in done.stdout
+    # The committed-summaries path gives the same table.
+    again = coopcode("paper-table", "--from-summaries", str(out / pt.SUMMARIES), "--k", "1,2",
+                     "--json", env=cli_env)
+    assert again.returncode == 0 and json.loads(again.stdout) == table, again.stderr
+
+    # Rerun: nothing is trained or sampled twice.
+    metrics = (tmp_path / "magrpo" / "metrics.jsonl").read_text()
+    rerun = coopcode(*args, env=cli_env, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "trained, 1/1 steps" in rerun.stderr
+    assert (tmp_path / "magrpo" / "metrics.jsonl").read_text() == metrics
+    for key in pt.ROW_KEYS:
+        assert (out / key / "samples.jsonl").read_text().count("\n") == 4
+
+
+def test_bad_input_is_one_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    assert_refused(coopcode("paper-table", "--rows", "single,nope", "--out", str(tmp_path / "t"),
+                            env=cli_env), "unknown row 'nope'")
+    assert_refused(coopcode("paper-table", "--n", "2", "--k", "1,5", env=cli_env), "k=5", "n=2")
+    assert_refused(coopcode("paper-table", "--from-summaries", str(tmp_path / "none"), env=cli_env),
+                   "no such folder")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "single.json").write_text("{not json")
+    assert_one_line_error(coopcode("paper-table", "--from-summaries", str(tmp_path / "bad"),
+                                   env=cli_env), "single.json", "not a bench summary")
+    assert_refused(coopcode("paper-table", "--rows", "grpo", "--no-train", "--grpo-adapter",
+                            str(tmp_path / "absent"), "--out", str(tmp_path / "t"), env=cli_env),
+                   "not trained to the end")
+    assert_refused(coopcode("paper-table", "--engine", "openai", env=cli_env), "--engine openai")
