@@ -212,6 +212,7 @@ def bench(
     from coopcode.inputs import check_at_least, check_output_folder
     from coopcode.problems import load_problems
     from coopcode.render import BenchProgress, LogPrinter, bench_table
+    from coopcode.run_lock import RunLock
     from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
 
     # `config` is validated: bad numbers and k > n failed in milliseconds, before anything loads.
@@ -223,6 +224,7 @@ def bench(
     probs = load_problems(config.problems)
     folder = out_dir or Path("runs") / _default_run_name(config, model, helper_adapter, main_adapter)
     check_output_folder(folder)
+    RunLock.check_free(folder, "bench run")
     quiet = as_json or events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)

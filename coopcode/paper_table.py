@@ -30,6 +30,7 @@ from typing import Any
 from coopcode import stats
 from coopcode.cooperation import PATTERNS
 from coopcode.errors import UserError
+from coopcode.run_lock import LOCK_FILE, RunLock
 
 SUMMARIES = "summaries"  # <out>/summaries/<row>.json: what the table was built from
 
@@ -95,7 +96,7 @@ def adapter_state(run: Path, roles: Sequence[str]) -> tuple[str, str]:
     or `stuck` (stopped with nothing to resume from)."""
     from coopcode.train import checkpoint as ckpt
 
-    if not run.exists() or (run.is_dir() and not any(run.iterdir())):
+    if not run.exists() or (run.is_dir() and not any(p.name != LOCK_FILE for p in run.iterdir())):
         return "absent", f"{run}: not trained yet"
     manifest_path = run / "manifest.json"
     has_adapters = all((run / role / "adapter_config.json").exists() for role in roles)
@@ -320,9 +321,11 @@ def check_plan(plan: TablePlan) -> dict[str, tuple[str, str]]:
     """Each adapter run's state, refusing what cannot go on (before anything loads)."""
     states = {}
     for spec in plan.rows:
+        RunLock.check_free(plan.out / spec.key, "bench run")
         if spec.algo is None:
             continue
         run = plan.adapter_runs[spec.algo]
+        RunLock.check_free(run, "training run")
         state, line = adapter_state(run, spec.adapter_roles)
         if state == "stuck" and plan.train:
             raise UserError(line)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.errors import UserError
+from coopcode.run_lock import RunLock
 
 SAMPLES = "samples.jsonl"
 META = "meta.json"
@@ -35,8 +36,13 @@ class ResultsStore:
         self.records: dict[Key, dict[str, Any]] = {}
         try:
             out.mkdir(parents=True, exist_ok=True)
-            self._load()
-            self._file = open(self.path, "a", encoding="utf-8")
+            self._lock = RunLock.acquire(out, "bench run")  # before reading: one writer
+            try:
+                self._load()
+                self._file = open(self.path, "a", encoding="utf-8")
+            except BaseException:
+                self._lock.release()
+                raise
         except PermissionError:
             raise UserError(f"{out}: cannot write here (permission denied): choose another --out") from None
         except NotADirectoryError:
@@ -75,6 +81,7 @@ class ResultsStore:
 
     def close(self) -> None:
         self._file.close()
+        self._lock.release()
 
     # -- the settings a run is pinned to -----------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -12,6 +13,7 @@ from typing import Any
 from coopcode.errors import UserError
 from coopcode.events import Emit, Finished, Log, Progress, Started, ignore
 from coopcode.problems import Problem
+from coopcode.run_lock import RunLock
 from coopcode.train import checkpoint as ckpt
 from coopcode.train.config import TrainConfig, flag
 from coopcode.train.data import load_training_problems
@@ -110,6 +112,19 @@ def train(
     (or the engine here from `config.model`)."""
     config.validate()
     ckpt.check_writable(out)
+    # One training per run folder (rank 0 writes it), refused before anything is read or loaded.
+    lock = RunLock.acquire(out, "training run") if os.environ.get("RANK", "0") == "0" else None
+    try:
+        return _train(config, out, resume, engine, sandbox, scorer, emit, cancel, explicit,
+                      progress)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: Any, scorer: Any,
+           emit: Emit, cancel: threading.Event | None, explicit: set[str] | None,
+           progress: Any) -> TrainResult:
     config = resolve_config(config, out, resume, explicit)
     problems = load_training_problems(config.problems, config.limit)
     state_dir = ckpt.latest_state(out) if resume else None
