@@ -179,6 +179,10 @@ def solve(
             if live is not None:
                 live.stop()
     data = result.to_dict()
+    # Which folders the agents' adapters came from (the result names them as loaded).
+    data["adapter_folders"] = {role: adapter[1] for role, adapter in
+                               (("helper", agents.helper_adapter), ("main", agents.main_adapter))
+                               if adapter}
     if as_json:
         print(json.dumps(data, default=str))
     elif events is None:
