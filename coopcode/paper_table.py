@@ -351,6 +351,7 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
                     log: Callable[[str], None]) -> dict[str, Any]:
     """Train what is missing, bench each row (resuming), write the table into `plan.out`."""
     from coopcode.bench import run_bench
+    from coopcode.problems import load_problems
 
     states = check_plan(plan)
     for algo, (state, line) in states.items():
@@ -363,6 +364,7 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
             if state != "complete":  # stopped (Ctrl-C): rerunning the table resumes it
                 raise UserError(f"{line}; rerun `coopcode paper-table` to go on")
     summaries: dict[str, dict[str, Any]] = {}
+    problems = load_problems(bench_config.problems)
     engine = open_engine()
     with engine:
         for spec in plan.rows:
@@ -375,9 +377,7 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
                 names[role] = (name, path)
             config = _row_config(bench_config, spec)
             log(f"bench {spec.key}: {spec.method} -> {plan.out / spec.key}")
-            from coopcode.problems import load_problems
-
-            run_bench(config, load_problems(config.problems), engine, sandbox, plan.out / spec.key,
+            run_bench(config, problems, engine, sandbox, plan.out / spec.key,
                       helper_adapter=names.get("helper"), main_adapter=names.get("main"), emit=emit)
             summary = summary_of_run(plan.out / spec.key, adapters)
             if summary is not None:

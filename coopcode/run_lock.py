@@ -28,8 +28,8 @@ _held_lock = threading.Lock()
 class RunLock:
     """Held from `acquire` until `release` (or the process's end)."""
 
-    def __init__(self, folder: Path, fd: int) -> None:
-        self.folder, self._fd, self._key = folder, fd, ""
+    def __init__(self, folder: Path, fd: int, key: str) -> None:
+        self.folder, self._fd, self._key = folder, fd, key
 
     @classmethod
     def acquire(cls, folder: Path, what: str = "run") -> RunLock:
@@ -52,9 +52,7 @@ class RunLock:
             _held.add(key)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        lock = cls(folder, fd)
-        lock._key = key
-        return lock
+        return cls(folder, fd, key)
 
     @classmethod
     def check_free(cls, folder: Path, what: str = "run") -> None:

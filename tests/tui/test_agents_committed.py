@@ -3,22 +3,17 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.cli_helpers import REPO
-from tests.test_committed_adapters import committed_runs
+from tests.test_committed_adapters import _roles, committed_runs
 from tests.tui.conftest import wait_until
 from tui.session import AgentsSpec, default_engine_factory
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]
-
-
-def _roles(run: str) -> tuple[str, ...]:
-    return tuple(json.loads((REPO / "checkpoints" / run / "manifest.json").read_text())["adapters"])
 
 
 async def test_the_agents_screen_loads_every_committed_run(make_app, workdir: Path,
