@@ -330,7 +330,7 @@ def compare(
 
 @app.command("paper-table")
 def paper_table(
-    out_dir: Annotated[Path, typer.Option("--out", help="Table folder: one bench folder per row (resumed when rerun), table.md, table.json, table.png, summaries/.")] = Path("runs/table1"),
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Table folder: one bench folder per row (resumed when rerun), table.md, table.json, table.png, summaries/ \\[default: runs/table1]. With --from-summaries: where to write the table files (else it is only printed).")] = None,
     rows: Annotated[str, typer.Option("--rows", help="Comma-separated rows: single, pair, grpo, magrpo.")] = "single,pair,grpo,magrpo",
     model: ModelOpt = None,
     grpo_adapter: Annotated[Path | None, typer.Option("--grpo-adapter", help="The GRPO run folder \\[default: checkpoints/grpo-0.5b, or checkpoints/grpo-<model>]; trained (or resumed) when not complete.")] = None,
@@ -344,7 +344,7 @@ def paper_table(
     limit: Annotated[int | None, typer.Option(help="Only the first N problems.")] = None,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="The benches' token budget per agent turn.")] = 384,
     train_max_new_tokens: Annotated[int, typer.Option("--train-max-new-tokens", help="The trainings' token budget per completion (both: the same).")] = 192,
-    from_summaries: Annotated[Path | None, typer.Option("--from-summaries", help="Build the table from these row summaries (<row>.json, as written to <out>/summaries/) and run nothing.")] = None,
+    from_summaries: Annotated[Path | None, typer.Option("--from-summaries", help="Build the table from these row summaries (<row>.json, as written to <out>/summaries/) and run nothing; with --out, also write table.md, table.json, table.png and summaries/ there.")] = None,
     sandbox: SandboxOpt = "auto",
     engine: Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (in-process, with the adapters as LoRA requests).")] = "transformers",
     dtype: DtypeOpt = None,
@@ -361,12 +361,18 @@ def paper_table(
 
     ks = _parse_ks(k)
     if from_summaries is not None:
-        table = pt.build_table(pt.read_summaries(from_summaries), ks)
+        summaries = pt.read_summaries(from_summaries)
+        if out_dir is not None:
+            table = pt.write_table(check_output_folder(out_dir), summaries, ks)
+            err.print(f"[dim]written: {out_dir}/table.md, table.json, table.png, summaries/[/]")
+        else:
+            table = pt.build_table(summaries, ks)
         if as_json:
             print(json.dumps(table))
         else:
             print(pt.render_markdown(table), end="")
         return
+    out_dir = out_dir or Path("runs/table1")
     config = BenchConfig(ks=tuple(ks), n=n, temperature=temperature, problems=problems, limit=limit,
                          max_new_tokens=max_new_tokens)
     config.validate()

@@ -21,7 +21,6 @@ problems (`coopcode.stats.paired_difference`, as `coopcode compare` does).
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,10 +278,14 @@ def write_table(out: Path, summaries: Mapping[str, Mapping[str, Any]], ks: Seque
     table = build_table(summaries, ks)
     out.mkdir(parents=True, exist_ok=True)
     folder = out / SUMMARIES
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
-    for key, summary in summaries.items():
-        (folder / f"{key}.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    folder.mkdir(exist_ok=True)
+    # Written in place, never removed first: `--from-summaries` may read from this very folder.
+    for spec in ROWS:
+        path = folder / f"{spec.key}.json"
+        if spec.key in summaries:
+            path.write_text(json.dumps(summaries[spec.key], indent=1, default=str) + "\n")
+        else:
+            path.unlink(missing_ok=True)  # a row no longer in the table
     (out / "table.json").write_text(json.dumps(table, indent=2) + "\n")
     text = render_markdown(table)
     drawn = [e for e in table["rows"] if e["run"]]

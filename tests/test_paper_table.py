@@ -69,6 +69,26 @@ def test_paired_rows_agree_with_coopcode_compare(tmp_path: Path) -> None:
     assert "not run" in pt.render_markdown(table)
 
 
+def test_from_summaries_writes_the_table_files_even_in_place(tmp_path: Path,
+                                                            cli_env: dict[str, str]) -> None:
+    """`--from-summaries DIR --out OUT` writes what a run writes; OUT/summaries may be DIR."""
+    out = tmp_path / "table"
+    (out / pt.SUMMARIES).mkdir(parents=True)
+    stale = out / pt.SUMMARIES / "grpo.json"  # a row of an older table, not in DIR
+    stale.write_text((COMMITTED / pt.SUMMARIES / "single.json").read_text())
+    expected = pt.build_table(pt.read_summaries(COMMITTED / pt.SUMMARIES), (1, 3, 5, 10))
+    committed = {p.name: json.loads(p.read_text()) for p in (COMMITTED / pt.SUMMARIES).iterdir()}
+    for source in (COMMITTED / pt.SUMMARIES, out / pt.SUMMARIES):  # then in place
+        done = coopcode("paper-table", "--from-summaries", str(source), "--out", str(out),
+                        "--json", env=cli_env)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == expected == json.loads((out / "table.json").read_text())
+        assert (out / "table.md").read_text().startswith(pt.render_markdown(expected))
+        assert (out / "table.png").stat().st_size > 1000
+        written = {p.name: json.loads(p.read_text()) for p in (out / pt.SUMMARIES).iterdir()}
+        assert written == committed  # the stale row is gone, the read ones are not lost
+
+
 def test_a_stopped_run_with_nothing_to_resume_is_refused(tmp_path: Path) -> None:
     run = tmp_path / "magrpo"
     for role in ("helper", "main"):
