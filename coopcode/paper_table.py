@@ -120,6 +120,16 @@ def adapter_state(run: Path, roles: Sequence[str]) -> tuple[str, str]:
 
 # -- the table ----------------------------------------------------------------------------
 
+# Beyond each row vs the single model: what MAGRPO training did to the prompted pair, and the
+# seed paper's headline, the pair trained with MAGRPO vs one agent trained with GRPO.
+OTHER_COMPARISONS = (("magrpo", "pair"), ("magrpo", "grpo"))
+
+# What a row's samples look like, from its summary: how long, how often they run, how often
+# main calls the helper (a trained row that wins by writing shorter code shows here).
+PROFILE = {"mean_tokens": "Tokens per sample", "runnable_rate": "Programs that run",
+           "main_calls_helper_rate": "Main calls the helper"}
+
+
 def _method_row(summary: Mapping[str, Any], key: str) -> dict[str, Any] | None:
     rows = summary.get("rows") or []
     want = row(key).scheme
@@ -133,6 +143,7 @@ def build_table(summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = 
     its 95% interval, the paired comparison with the single model, the cooperation pattern
     rates; rows without a summary are listed as not run."""
     base = _method_row(summaries[BASELINE], BASELINE) if BASELINE in summaries else None
+    got_rows = {key: _method_row(summary, key) for key, summary in summaries.items()}
     out_rows = []
     for spec in ROWS:
         entry: dict[str, Any] = {"row": spec.key, "method": spec.method, "scheme": spec.scheme,
@@ -146,7 +157,8 @@ def build_table(summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = 
         entry.update(run=True, problems=got["problems"], samples=got["samples"],
                      n=meta.get("n"), wall_seconds=meta.get("wall_seconds"),
                      model=meta.get("model"), adapters=meta.get("adapters"),
-                     cooperation=got.get("cooperation") or {})
+                     cooperation=got.get("cooperation") or {},
+                     samples_profile={key: got.get(key) for key in PROFILE})
         per_problem = got.get("per_problem") or {}
         for k in ks:  # recomputed from the per-problem estimates, not copied from the row
             values = [p[f"pass@{k}"] for p in per_problem.values() if f"pass@{k}" in p]
@@ -157,7 +169,13 @@ def build_table(summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = 
         if base is not None and spec.key != BASELINE:
             entry["vs_single"] = _paired(base, got, ks)
         out_rows.append(entry)
-    return {"ks": list(ks), "rows": out_rows, "baseline": BASELINE,
+    others = []
+    for key, against in OTHER_COMPARISONS:
+        a, b = got_rows.get(against), got_rows.get(key)
+        if a is not None and b is not None:
+            others.append({"row": key, "method": row(key).method, "against": against,
+                           "against_method": row(against).method, "per_k": _paired(a, b, ks)})
+    return {"ks": list(ks), "rows": out_rows, "baseline": BASELINE, "other_comparisons": others,
             "interval": {"level": stats.LEVEL, "method": stats.METHOD}}
 
 
@@ -181,6 +199,17 @@ def _pct(x: float | None, signed: bool = False) -> str:
     if x is None:
         return "—"
     return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
+
+
+def _paired_line(method: str, d: Mapping[str, Any], against: str | None = None) -> str:
+    cells = [method, *([against] if against is not None else []), str(d["k"]),
+             _pct(d["diff_mean"], True), f"[{_pct(d['diff_low'], True)}, {_pct(d['diff_high'], True)}]",
+             f"{d['gained']} / {d['lost']} / {d['tied']}", f"{d['p_sign']:.3g}"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _number(x: Any, form: str) -> str:
+    return form.format(x) if isinstance(x, int | float) else "—"
 
 
 def _cell(entry: Mapping[str, Any], k: int) -> str:
@@ -216,10 +245,26 @@ def render_markdown(table: Mapping[str, Any]) -> str:
                   "", "| Method | k | Δ vs single | 95% CI | gained / lost / tied | sign test p |",
                   "|---|---|---|---|---|---|"]
         for e in compared:
-            for d in e["vs_single"]:
-                lines.append(f"| {e['method']} | {d['k']} | {_pct(d['diff_mean'], True)} | "
-                             f"[{_pct(d['diff_low'], True)}, {_pct(d['diff_high'], True)}] | "
-                             f"{d['gained']} / {d['lost']} / {d['tied']} | {d['p_sign']:.3g} |")
+            lines += [_paired_line(e["method"], d) for d in e["vs_single"]]
+    others = [c for c in table.get("other_comparisons") or [] if c["per_k"]]
+    if others:
+        lines += ["", "The training's effect on the pair, and the seed paper's headline (the "
+                  "MAGRPO pair vs the GRPO single agent), paired the same way:", "",
+                  "| Method | against | k | Δ | 95% CI | gained / lost / tied | sign test p |",
+                  "|---|---|---|---|---|---|---|"]
+        for c in others:
+            lines += [_paired_line(c["method"], d, c["against_method"]) for d in c["per_k"]]
+    profiled = [e for e in rows if e["run"] and e.get("samples_profile")]
+    if profiled:
+        lines += ["", "What the samples are (all turns' tokens of a sample; share of samples):", "",
+                  "| Method | " + " | ".join(PROFILE.values()) + " |",
+                  "|" + "---|" * (len(PROFILE) + 1)]
+        for e in profiled:
+            p = e["samples_profile"]
+            calls = p.get("main_calls_helper_rate") if e["scheme"] != "single" else None  # no helper
+            cells = [_number(p.get("mean_tokens"), "{:.1f}"), _number(p.get("runnable_rate"), "{:.1%}"),
+                     _number(calls, "{:.1%}")]
+            lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")
     pairs = [e for e in rows if e["run"] and e.get("cooperation")]
     if pairs:
         lines += ["", "Cooperation patterns of the pair rows (share of samples; a program may "

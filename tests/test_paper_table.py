@@ -22,8 +22,13 @@ def _table_lines(text: str) -> list[str]:
 
 def test_the_committed_table_is_recomputed_from_the_committed_summaries() -> None:
     summaries = pt.read_summaries(COMMITTED / pt.SUMMARIES)
-    assert {"single", "pair"} <= summaries.keys()
+    assert summaries.keys() == set(pt.ROW_KEYS)  # all four rows are in
     table = pt.build_table(summaries, (1, 3, 5, 10))
+    assert [(c["row"], c["against"], len(c["per_k"])) for c in table["other_comparisons"]] \
+        == [("magrpo", "pair", 4), ("magrpo", "grpo", 4)]
+    for key, roles in (("grpo", ("main",)), ("magrpo", ("helper", "main"))):  # benched trained
+        adapters = next(e for e in table["rows"] if e["row"] == key)["adapters"]
+        assert adapters == {role: f"checkpoints/{key}-0.5b/{role}" for role in roles}
     recomputed = pt.render_markdown(table)
     committed = (COMMITTED / "table.md").read_text()
     assert committed.startswith(recomputed), "docs/table1/table.md is not what its summaries give"
@@ -45,6 +50,10 @@ def test_the_committed_table_is_recomputed_from_the_committed_summaries() -> Non
             assert entry[f"pass@{k}"] == pytest.approx(row[f"pass@{k}"], abs=1e-4)
             assert entry[f"pass@{k}_ci"] == pytest.approx(row[f"pass@{k}_ci"], abs=1e-4)
         assert entry["n"] == 10 and entry["problems"] == 40  # the seed paper's setting
+        assert entry["samples_profile"] == {key: row[key] for key in pt.PROFILE}
+    single_line = next(line for line in recomputed.splitlines()
+                       if line.startswith("| Single model (untrained) | 1") and "%" in line)
+    assert single_line.endswith("| — |")  # no helper: "main calls the helper" does not apply
 
 
 def test_paired_rows_agree_with_coopcode_compare(tmp_path: Path) -> None:
@@ -129,6 +138,8 @@ def test_the_whole_table_trains_benches_and_resumes(tiny_model_dir: Path, tmp_pa
     table = json.loads((out / "table.json").read_text())
     assert [e["run"] for e in table["rows"]] == [True] * 4
     assert [len(e["vs_single"]) for e in table["rows"][1:]] == [2, 2, 2]
+    assert [(c["row"], c["against"], len(c["per_k"])) for c in table["other_comparisons"]] \
+        == [("magrpo", "pair", 2), ("magrpo", "grpo", 2)]
     assert (out / "table.png").stat().st_size > 1000
     for method in ("Single model (untrained)", "Pair trained with MAGRPO"):
         assert method in done.stdout
