@@ -344,7 +344,7 @@ def paper_table(
     limit: Annotated[int | None, typer.Option(help="Only the first N problems.")] = None,
     max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="The benches' token budget per agent turn.")] = 384,
     train_max_new_tokens: Annotated[int, typer.Option("--train-max-new-tokens", help="The trainings' token budget per completion (both: the same).")] = 192,
-    from_summaries: Annotated[Path | None, typer.Option("--from-summaries", help="Build the table from these row summaries (<row>.json, as written to <out>/summaries/) and run nothing; with --out, also write table.md, table.json, table.png and summaries/ there.")] = None,
+    from_summaries: Annotated[list[Path] | None, typer.Option("--from-summaries", help="Build the table from these row summaries (<row>.json, as written to <out>/summaries/) and run nothing; repeat it to take rows from a later folder instead (a replicate run); with --out, also write table.md, table.json, table.png and summaries/ there.")] = None,
     sandbox: SandboxOpt = "auto",
     engine: Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (in-process, with the adapters as LoRA requests).")] = "transformers",
     dtype: DtypeOpt = None,
@@ -360,8 +360,9 @@ def paper_table(
     from coopcode.runtime import check_runtime_names
 
     ks = _parse_ks(k)
-    if from_summaries is not None:
-        summaries = pt.read_summaries(from_summaries)
+    if from_summaries:
+        summaries = {key: summary for folder in from_summaries  # a later folder's row wins
+                     for key, summary in pt.read_summaries(folder).items()}
         if out_dir is not None:
             table = pt.write_table(check_output_folder(out_dir), summaries, ks)
             err.print(f"[dim]written: {out_dir}/table.md, table.json, table.png, summaries/[/]")

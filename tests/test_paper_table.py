@@ -56,6 +56,27 @@ def test_the_committed_table_is_recomputed_from_the_committed_summaries() -> Non
     assert single_line.endswith("| — |")  # no helper: "main calls the helper" does not apply
 
 
+def test_the_replicate_figures_are_what_its_summary_gives(cli_env: dict[str, str]) -> None:
+    """BENCHMARKS' replicate of the MAGRPO row: its lines are the table built with the
+    replicate's summary in the MAGRPO row (a later --from-summaries folder wins)."""
+    replicate = pt.read_summaries(COMMITTED / "replicates")
+    assert replicate.keys() == {"magrpo"}
+    assert replicate["magrpo"]["meta"]["adapters"] == {
+        role: f"checkpoints/magrpo-0.5b-seed1/{role}" for role in ("helper", "main")}
+    done = coopcode("paper-table", "--from-summaries", str(COMMITTED / pt.SUMMARIES),
+                    "--from-summaries", str(COMMITTED / "replicates"), env=cli_env)
+    assert done.returncode == 0, done.stderr
+    summaries = {**pt.read_summaries(COMMITTED / pt.SUMMARIES), **replicate}
+    assert done.stdout == pt.render_markdown(pt.build_table(summaries))
+    section = (REPO / "BENCHMARKS.md").read_text().split("### A replicate of the MAGRPO row")[1]
+    lines = [line for line in _table_lines(done.stdout) if "| Pair trained with MAGRPO |" in line]
+    assert len(lines) == 1 + 4 + 8 + 2  # the row, vs single, vs pair and GRPO, samples, patterns
+    for line in lines:
+        assert line in section, line
+    committed = _table_lines((COMMITTED / "table.md").read_text())
+    assert not set(lines) & set(committed)  # another run: none of its figures is the table's
+
+
 def test_paired_rows_agree_with_coopcode_compare(tmp_path: Path) -> None:
     """The table's paired comparison is the one `coopcode compare` computes from samples."""
     from tests.test_compare import make_run
