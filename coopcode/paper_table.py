@@ -126,8 +126,9 @@ OTHER_COMPARISONS = (("magrpo", "pair"), ("magrpo", "grpo"))
 
 # What a row's samples look like, from its summary: how long, how often they run, how often
 # main calls the helper (a trained row that wins by writing shorter code shows here).
-PROFILE = {"mean_tokens": "Tokens per sample", "runnable_rate": "Programs that run",
-           "main_calls_helper_rate": "Main calls the helper"}
+PROFILE = {"mean_tokens": ("Tokens per sample", "{:.1f}"),
+           "runnable_rate": ("Programs that run", "{:.1%}"),
+           "main_calls_helper_rate": ("Main calls the helper", "{:.1%}")}
 
 
 def _method_row(summary: Mapping[str, Any], key: str) -> dict[str, Any] | None:
@@ -142,14 +143,14 @@ def build_table(summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = 
     """The table from each row's bench summary (summary.json's dict): per row pass@k with
     its 95% interval, the paired comparison with the single model, the cooperation pattern
     rates; rows without a summary are listed as not run."""
-    base = _method_row(summaries[BASELINE], BASELINE) if BASELINE in summaries else None
     got_rows = {key: _method_row(summary, key) for key, summary in summaries.items()}
+    base = got_rows.get(BASELINE)
     out_rows = []
     for spec in ROWS:
         entry: dict[str, Any] = {"row": spec.key, "method": spec.method, "scheme": spec.scheme,
                                  "paper_pass@1": spec.paper_pass_at_1}
         summary = summaries.get(spec.key)
-        got = _method_row(summary, spec.key) if summary else None
+        got = got_rows.get(spec.key)
         if summary is None or got is None:
             out_rows.append({**entry, "run": False})
             continue
@@ -257,13 +258,13 @@ def render_markdown(table: Mapping[str, Any]) -> str:
     profiled = [e for e in rows if e["run"] and e.get("samples_profile")]
     if profiled:
         lines += ["", "What the samples are (all turns' tokens of a sample; share of samples):", "",
-                  "| Method | " + " | ".join(PROFILE.values()) + " |",
+                  "| Method | " + " | ".join(label for label, _ in PROFILE.values()) + " |",
                   "|" + "---|" * (len(PROFILE) + 1)]
         for e in profiled:
-            p = e["samples_profile"]
-            calls = p.get("main_calls_helper_rate") if e["scheme"] != "single" else None  # no helper
-            cells = [_number(p.get("mean_tokens"), "{:.1f}"), _number(p.get("runnable_rate"), "{:.1%}"),
-                     _number(calls, "{:.1%}")]
+            p = dict(e["samples_profile"])
+            if e["scheme"] == "single":
+                p["main_calls_helper_rate"] = None  # no helper: does not apply
+            cells = [_number(p.get(key), form) for key, (_, form) in PROFILE.items()]
             lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")
     pairs = [e for e in rows if e["run"] and e.get("cooperation")]
     if pairs:
