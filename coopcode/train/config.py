@@ -1,7 +1,7 @@
 """Training configuration: one dataclass, every field with a default and a one-line help.
 
 Parameters, by group:
-- what to train: `algo`, `model`, `problems`, `limit`, `scheme`, `joint`
+- what to train: `algo`, `model`, `problems`, `limit`, `scheme`, `joint`, `reward`
 - sampling: `group_size`, `max_new_tokens`, `temperature`, `top_p`, `turns`, `gamma`,
   `early_stop_reward`, `timeout`
 - the update: `learning_rate`, `lr_schedule`, `warmup_steps`, `weight_decay`, `max_grad_norm`,
@@ -24,6 +24,7 @@ from typing import Any
 from coopcode.errors import UserError
 from coopcode.inputs import MAX_TEMPERATURE, MAX_TIMEOUT
 from coopcode.options import check_options, option, option_named
+from coopcode.rewards import reward_names
 
 ALGOS = ("magrpo", "grpo")
 TRAIN_SCHEMES = ("sequential", "parallel")  # MAGRPO; GRPO always uses the `single` scheme
@@ -49,6 +50,10 @@ class TrainConfig:
                          choices=TRAIN_SCHEMES, noun="training scheme")
     joint: str = option("aligned", "Joint actions: aligned (sample g with sample g, G actions) or cross (G x G).",
                         choices=JOINT_MODES, noun="joint mode")
+    reward: str | None = option(
+        None, f"The reward trained on: {', '.join(reward_names())} (see the README's Rewards) "
+        "[default: seed for magrpo, seed-grpo for grpo].", choices=reward_names(), noun="reward",
+        form=9)
 
     # -- sampling --------------------------------------------------------------------------
     group_size: int = option(4, "G: completions each agent samples per problem (>= 2: the group is the baseline).",

@@ -30,7 +30,7 @@ from coopcode.attempts import main_calls_helper
 from coopcode.cooperation import classify_cooperation, pattern_rates
 from coopcode.errors import UserError
 from coopcode.problems import Problem
-from coopcode.rewards import RewardFn, magrpo_reward
+from coopcode.rewards import RewardFn, resolve_reward
 from coopcode.train.config import TrainConfig, lora_target_modules
 from coopcode.train.data import ProblemOrder
 from coopcode.train.distributed import Ranks, agent_loss, no_sync
@@ -83,7 +83,6 @@ class MAGRPOTrainer:
     """Trains the agents of `config.roles` on `problems` with an engine's trainable adapters."""
 
     algorithm = "magrpo"
-    default_reward: RewardFn = staticmethod(magrpo_reward)  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -96,11 +95,12 @@ class MAGRPOTrainer:
         ranks: Ranks | None = None,  # data-parallel ranks (torchrun); None: one process
         sandbox: Sandbox | None = None,
         scorer: Scorer | None = None,
-        reward_fn: RewardFn | None = None,
+        reward_fn: RewardFn | None = None,  # None: the config's reward (by name)
         total_steps: int | None = None,
         cancel: threading.Event | None = None,
     ) -> None:
         config.validate()
+        self.reward = resolve_reward(config.reward, config.collab_scheme)
         if config.algo != self.algorithm:
             raise UserError(f"{type(self).__name__} trains {self.algorithm}, not {config.algo}")
         if not problems:
@@ -108,7 +108,8 @@ class MAGRPOTrainer:
         if scorer is None:
             if sandbox is None:
                 raise ValueError("the execution reward needs a sandbox (or pass a scorer)")
-            scorer = ExecutionScorer(sandbox, reward_fn or self.default_reward, config.timeout)
+            scorer = ExecutionScorer(sandbox, reward_fn or self.reward, config.timeout,
+                                     scheme=config.collab_scheme)
         self.engine, self.config, self.problems = engine, config, list(problems)
         self.policy = policy or TransformersPolicy.sharing(engine)
         self.sync_dir = sync_dir

@@ -31,7 +31,7 @@ from coopcode.attempts import Attempt, feedback_text, sample_seed
 from coopcode.code import combine
 from coopcode.engines import Engine, SamplingParams
 from coopcode.problems import Problem
-from coopcode.rewards import RewardBreakdown, RewardFn
+from coopcode.rewards import RewardBreakdown, RewardFn, RewardInput
 from coopcode.scheduler import SampleSpec, Scheduler
 from coopcode.schemes import PromptBook, SampleState, get_scheme
 from coopcode.train.config import TrainConfig
@@ -59,14 +59,23 @@ class Scorer(Protocol):
 class ExecutionScorer:
     """The default: run each combined program against the hidden tests in the sandbox."""
 
-    def __init__(self, sandbox: Sandbox, reward_fn: RewardFn, timeout: float = 5.0) -> None:
+    def __init__(self, sandbox: Sandbox, reward_fn: RewardFn, timeout: float = 5.0, *,
+                 scheme: str = "sequential") -> None:
         self.sandbox, self.reward_fn, self.timeout = sandbox, reward_fn, timeout
+        self.scheme = scheme
 
     def __call__(self, items: Sequence[tuple[Problem, JointAction, Node]]) -> list[Scored]:
         jobs = [Job(program=a.program, tests=p.tests, entry_point=p.entry_point,
                     timeout=self.timeout) for p, a, _ in items]
         verdicts = self.sandbox.run_many(jobs)
-        return [Scored(self.reward_fn(v), v.passed, v) for v in verdicts]
+        out = []
+        for (p, a, node), v in zip(items, verdicts):
+            codes = {r: node.samples[r][i].code for r, i in a.members.items()}
+            inp = RewardInput(verdict=v, main_code=codes.get("main", codes.get("single", "")),
+                              helper_code=codes.get("helper", ""), program=a.program,
+                              entry_point=p.entry_point, scheme=self.scheme, task_id=p.task_id)
+            out.append(Scored(self.reward_fn(inp), v.passed, v))
+        return out
 
 
 def output_scorer(fn: Callable[[Problem, JointAction, Node], float]) -> Scorer:

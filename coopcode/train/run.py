@@ -45,14 +45,14 @@ def resolve_config(config: TrainConfig, out: Path, resume: bool,
         if has_run:
             raise UserError(f"{out} already holds a training run: pass --resume to continue it, "
                             "or choose another --out")
-        return config
+        return with_reward(config)
     if not saved_path.exists():
         raise UserError(f"{out}: no training run to resume (no config.json)")
     try:
         data = json.loads(saved_path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise TypeError("not a JSON object")
-        saved = TrainConfig.from_dict(data)
+        saved = with_reward(TrainConfig.from_dict(data))  # runs from before --reward: the seed's
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
         raise UserError(f"{saved_path}: unreadable ({e}): the run cannot be resumed; "
                         "start a new one with another --out") from None
@@ -67,6 +67,14 @@ def resolve_config(config: TrainConfig, out: Path, resume: bool,
                             f"{old!r}, not {new!r} (only {allowed} may change)")
         changes[name] = new
     return replace(saved, **changes)
+
+
+def with_reward(config: TrainConfig) -> TrainConfig:
+    """The config with its reward named (the default one when none was given), so a run's
+    config.json and manifest say which reward it was trained on."""
+    from coopcode.rewards import default_reward_name
+
+    return replace(config, reward=config.reward or default_reward_name(config.collab_scheme))
 
 
 def open_rollout_engine(config: TrainConfig, progress: Any = None) -> tuple[Any, Any]:

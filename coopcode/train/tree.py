@@ -129,18 +129,16 @@ def assign_advantages(node: Node, *, scale_by_std: bool = False) -> None:
 
 
 def reward_levels(nodes: Sequence[Node]) -> dict[str, float]:
-    """Mean reward per level (syntax, runs, tests) and total over the nodes' joint actions."""
+    """The mean total reward, its spread, the mean of each of the reward's terms
+    (`reward/<term>`) and the pass rate, over the nodes' joint actions."""
     breakdowns = [a.reward for n in nodes for a in n.actions if a.reward is not None]
     if not breakdowns:
         return {}
     totals = [b.total for b in breakdowns]
     m = mean(totals)
-    return {
-        "reward/mean": m,
-        "reward/std": math.sqrt(mean([(t - m) ** 2 for t in totals])),
-        "reward/syntax": mean([b.syntax for b in breakdowns]),
-        "reward/runs": mean([b.runs for b in breakdowns]),
-        "reward/tests": mean([b.tests for b in breakdowns]),
-        "pass_rate": mean([1.0 if a.passed else 0.0 for n in nodes for a in n.actions
-                           if a.reward is not None]),
-    }
+    out = {"reward/mean": m, "reward/std": math.sqrt(mean([(t - m) ** 2 for t in totals]))}
+    for term in dict.fromkeys(k for b in breakdowns for k in b):  # the reward's order
+        out[f"reward/{term}"] = mean([b.get(term, 0.0) for b in breakdowns])
+    out["pass_rate"] = mean([1.0 if a.passed else 0.0 for n in nodes for a in n.actions
+                             if a.reward is not None])
+    return out

@@ -1,0 +1,164 @@
+"""What a reward is: a named function of what the agents wrote and what the sandbox found.
+
+A reward takes a `RewardInput` (each agent's code, the combined program, the sandbox's
+verdict, the problem's entry point, and the cooperation analysis of the pair, made on demand
+from the syntax tree) and returns a `RewardBreakdown`: named terms and their total. The
+terms are what curves, tables and the TUI draw, so a reward declares them up front.
+
+Rewards register themselves by name (`@register(...)`); `get_reward(name)` finds one and
+refuses an unknown name in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from coopcode.errors import UserError
+from sandbox import Verdict
+
+
+class RewardBreakdown(Mapping[str, float]):
+    """A reward's named terms (in the reward's order) and their total.
+
+    `RewardBreakdown(syntax=0.2, runs=0.3)`; read a term as `b["syntax"]` (a term a reward
+    does not have reads as absent: `b.get("runs", 0.0)`).
+    """
+
+    __slots__ = ("_terms",)
+
+    def __init__(self, terms: Mapping[str, float] | None = None, /, **more: float) -> None:
+        self._terms: dict[str, float] = {k: float(v) for k, v in {**(terms or {}), **more}.items()}
+        if "total" in self._terms:
+            raise ValueError("'total' is not a term: it is the sum of the terms")
+
+    def __getitem__(self, key: str) -> float:
+        return self._terms[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._terms)
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RewardBreakdown) and self._terms == other._terms
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._terms.items()))
+
+    def __repr__(self) -> str:
+        terms = ", ".join(f"{k}={v:g}" for k, v in self._terms.items())
+        return f"RewardBreakdown({terms}; total={self.total:g})"
+
+    @property
+    def terms(self) -> dict[str, float]:
+        return dict(self._terms)
+
+    @property
+    def total(self) -> float:
+        return round(sum(self._terms.values()), 6)
+
+    def to_dict(self) -> dict[str, float]:
+        """The terms and `total`: what results files record."""
+        return {**self._terms, "total": self.total}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RewardBreakdown:
+        """A breakdown from a recorded dict (its `total` is recomputed, not trusted)."""
+        return cls({k: float(v) for k, v in data.items()
+                    if k != "total" and isinstance(v, int | float)})
+
+
+@dataclass(frozen=True)
+class RewardInput:
+    """Everything a reward may look at for one sample (one joint action).
+
+    `helper_code` is empty for a single agent (`scheme == "single"`); `main_code` is the
+    main (or single) agent's code; `program` the combined program the sandbox ran.
+    """
+
+    verdict: Verdict
+    main_code: str
+    helper_code: str = ""
+    program: str = ""
+    entry_point: str = ""
+    scheme: str = "sequential"
+    task_id: str = ""
+
+    @property
+    def single(self) -> bool:
+        return self.scheme == "single"
+
+    @cached_property
+    def cooperation(self) -> Any:
+        """How main uses the helper (`coopcode.rewards.usage.HelperUse`), from the syntax tree."""
+        from coopcode.rewards.usage import analyse_use
+
+        return analyse_use(self.helper_code, self.main_code, self.entry_point)
+
+    @cached_property
+    def patterns(self) -> tuple[str, ...]:
+        """The pair's cooperation patterns (`coopcode.cooperation.classify_cooperation`)."""
+        from coopcode.cooperation import classify_cooperation
+
+        if self.single:
+            return ()
+        return tuple(classify_cooperation(self.helper_code, self.main_code, self.entry_point))
+
+
+RewardFn = Callable[[RewardInput], RewardBreakdown]
+
+
+@dataclass(frozen=True)
+class Reward:
+    """A registered reward: its name, the function, its terms (in order) and where it comes from."""
+
+    name: str
+    fn: RewardFn
+    terms: tuple[str, ...]
+    summary: str  # one line: the formula
+    source: str = ""  # where it comes from
+    maximum: float | None = None
+    agents: str = "any"  # "pair", "single" or "any": who it is written for
+    notes: tuple[str, ...] = field(default=())
+
+    def __call__(self, inp: RewardInput) -> RewardBreakdown:
+        return self.fn(inp)
+
+
+REWARDS: dict[str, Reward] = {}
+
+
+def register(name: str, terms: tuple[str, ...], summary: str, *, source: str = "",
+             maximum: float | None = None, agents: str = "any") -> Callable[[RewardFn], RewardFn]:
+    """Register a reward function under `name` (its module is imported by the package)."""
+    def decorate(fn: RewardFn) -> RewardFn:
+        if name in REWARDS:
+            raise ValueError(f"reward {name!r} is registered twice")
+        REWARDS[name] = Reward(name, fn, terms, summary, source, maximum, agents)
+        return fn
+
+    return decorate
+
+
+def reward_names() -> tuple[str, ...]:
+    return tuple(REWARDS)
+
+
+def get_reward(name: str, flag: str = "--reward") -> Reward:
+    """The registered reward `name`; UserError (one line) for an unknown one."""
+    if name not in REWARDS:
+        raise UserError(f"unknown reward {name!r} for {flag}: use one of {', '.join(REWARDS)}")
+    return REWARDS[name]
+
+
+def default_reward_name(scheme: str) -> str:
+    """The reward a run uses when none is named: the seed paper's for its number of agents."""
+    return "seed-grpo" if scheme == "single" else "seed"
+
+
+def resolve_reward(name: str | None, scheme: str) -> Reward:
+    return get_reward(name or default_reward_name(scheme))

@@ -1,0 +1,191 @@
+"""What counts as the main agent *using* the helper, decided from the syntax tree.
+
+The cooperative reward pays for use, so use is defined here strictly (never from text):
+- The helper's functions are the top-level functions of its code. One is *trivial* when its
+  body (after a docstring) does nothing: only `pass`, `...` or `raise`, or a single `return`
+  of nothing, of a constant or of one of its parameters unchanged.
+- Main *redefines* a helper function when its code defines (at any depth), assigns or imports
+  the same name: the helper's code is then dead, whatever main calls.
+- A *use* is a place in main's answer (its entry point and the functions of its own that it
+  calls) where a live helper function (not trivial, not redefined) is called and the call's
+  value is used: returned, passed on, tested, iterated, stored in a container, or assigned
+  to a variable that is read. Handing the helper to another function (`map(aux, xs)`,
+  `sorted(xs, key=aux)`) is a use too.
+- A *discarded* call is one whose value is thrown away: a bare statement `aux(x)`, or an
+  assignment to names that are never read.
+Comments and strings are not code, so a call written in them is neither.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from coopcode.cooperation import main_scope, parse_or_none, top_functions
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass(frozen=True)
+class HelperUse:
+    """How main's code uses the helper's functions (see the module doc)."""
+
+    parsed: bool = False  # both agents' code parses
+    helper_functions: tuple[str, ...] = ()  # top-level functions of the helper's code
+    trivial: tuple[str, ...] = ()  # helper functions that do nothing
+    redefined: tuple[str, ...] = ()  # helper functions main defines again
+    helper_returns: bool = False  # a live helper function returns a value
+    entry_returns: bool = False  # main defines the entry point, and it returns a value
+    used: int = 0  # call sites (and hand-overs) whose value main uses
+    discarded: int = 0  # call sites whose value main throws away
+    main_without_discarded: str = ""  # main's code with bare helper-call statements removed
+
+    @property
+    def live(self) -> tuple[str, ...]:
+        """The helper functions main could use: not trivial, not redefined."""
+        return tuple(n for n in self.helper_functions
+                     if n not in self.trivial and n not in self.redefined)
+
+    @property
+    def uses_helper(self) -> bool:
+        return self.used > 0
+
+
+def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]  # the docstring
+    return body
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    a = fn.args
+    names = [*a.posonlyargs, *a.args, *a.kwonlyargs, *((a.vararg,) if a.vararg else ()),
+             *((a.kwarg,) if a.kwarg else ())]
+    return {x.arg for x in names}
+
+
+def is_trivial(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function does nothing: `pass`, `...`, `raise`, or returns a constant or an
+    argument unchanged."""
+    body = _body(fn)
+    idle = [s for s in body if isinstance(s, ast.Pass | ast.Raise)
+            or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    rest = [s for s in body if s not in idle]
+    if not rest:
+        return True
+    if len(rest) == 1 and isinstance(rest[0], ast.Return):
+        value = rest[0].value
+        return (value is None or isinstance(value, ast.Constant)
+                or (isinstance(value, ast.Name) and value.id in _params(fn)))
+    return False
+
+
+def _returns_value(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any((isinstance(n, ast.Return) and n.value is not None)
+               or isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(fn))
+
+
+def _bound_names(module: ast.Module) -> set[str]:
+    """Names main's code binds itself: functions (at any depth), assignments, imports."""
+    out: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, (*_FUNCS, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).split(".")[0])
+    return out
+
+
+class _Uses:
+    """Counts used and discarded helper calls in main's scope."""
+
+    def __init__(self, roots: list[ast.AST], live: set[str]) -> None:
+        self.live = live
+        self.parent: dict[ast.AST, ast.AST] = {}
+        self.loaded: set[str] = set()
+        for root in roots:
+            for node in ast.walk(root):
+                for child in ast.iter_child_nodes(node):
+                    self.parent[child] = node
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                    self.loaded.add(node.id)
+        self.roots = roots
+        self.bare_calls: list[ast.Expr] = []
+
+    def _target_read(self, target: ast.AST) -> bool:
+        if isinstance(target, ast.Name):
+            return target.id in self.loaded
+        if isinstance(target, ast.Tuple | ast.List):
+            return any(self._target_read(t) for t in target.elts)
+        if isinstance(target, ast.Starred):
+            return self._target_read(target.value)
+        return True  # an attribute or an item: stored where something else can read it
+
+    def _value_used(self, node: ast.AST) -> bool:
+        up = self.parent.get(node)
+        while isinstance(up, ast.Await):
+            node, up = up, self.parent.get(up)
+        if isinstance(up, ast.Expr):
+            self.bare_calls.append(up)
+            return False
+        if isinstance(up, ast.Assign) and node is up.value:
+            return any(self._target_read(t) for t in up.targets)
+        if isinstance(up, ast.AnnAssign | ast.AugAssign) and node is up.value:
+            return self._target_read(up.target)
+        if isinstance(up, ast.NamedExpr) and node is up.value:
+            return self._target_read(up.target) or self._value_used(up)
+        return True
+
+    def count(self) -> tuple[int, int]:
+        used = discarded = 0
+        for root in self.roots:
+            for node in ast.walk(root):
+                if not (isinstance(node, ast.Name) and node.id in self.live
+                        and isinstance(node.ctx, ast.Load)):
+                    continue
+                up = self.parent.get(node)
+                if isinstance(up, ast.Call) and up.func is node:
+                    if self._value_used(up):
+                        used += 1
+                    else:
+                        discarded += 1
+                else:
+                    used += 1  # handed over as a function: map(aux, xs), key=aux
+        return used, discarded
+
+
+def analyse_use(helper_code: str, main_code: str, entry_point: str = "") -> HelperUse:
+    """How `main_code` uses the functions of `helper_code` (parsed, never run)."""
+    helper_mod, main_mod = parse_or_none(helper_code), parse_or_none(main_code)
+    if helper_mod is None or main_mod is None:
+        return HelperUse()
+    helpers = top_functions(helper_mod)
+    main_funcs = top_functions(main_mod)
+    entry = main_funcs.get(entry_point) if entry_point else None
+    if entry is None and not entry_point and len(main_funcs) == 1:
+        entry = next(iter(main_funcs.values()))
+    trivial = tuple(n for n, fn in helpers.items() if is_trivial(fn))
+    bound = _bound_names(main_mod)
+    redefined = tuple(n for n in helpers if n in bound)
+    live = {n for n in helpers if n not in trivial and n not in redefined}
+    counter = _Uses(main_scope(main_mod, set(helpers), entry_point), live)
+    used, discarded = counter.count() if live else (0, 0)
+    stripped = main_code
+    if counter.bare_calls:
+        drop = {id(s) for s in counter.bare_calls}
+
+        class _Strip(ast.NodeTransformer):
+            def visit_Expr(self, node: ast.Expr) -> ast.AST:
+                return ast.Pass() if id(node) in drop else node
+
+        stripped = ast.unparse(ast.fix_missing_locations(_Strip().visit(main_mod)))
+    return HelperUse(
+        parsed=True, helper_functions=tuple(helpers), trivial=trivial, redefined=redefined,
+        helper_returns=any(_returns_value(helpers[n]) for n in live | set(redefined)
+                           if n not in trivial),
+        entry_returns=entry is not None and _returns_value(entry),
+        used=used, discarded=discarded, main_without_discarded=stripped)
