@@ -45,6 +45,7 @@ from coopcode.metrics import (
 from coopcode.problems import Problem
 from coopcode.report import write_report
 from coopcode.results import ResultsStore
+from coopcode.rewards import record_reward, resolve_reward
 from coopcode.scheduler import SampleSpec, Scheduler, sample_specs
 from coopcode.schemes import SampleState, get_scheme
 from coopcode.solve import hidden_test_job, score
@@ -123,12 +124,17 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
         passed = {t: [bool(x["passed"]) for x in v] for t, v in complete.items()}
         fracs = {t: [float(x["pass_fraction"]) for x in v] for t, v in complete.items()}
         flat = [x for v in complete.values() for x in v]
+        reward = resolve_reward(config.reward, scheme)
+        rewards = [record_reward(x, reward.name) for x in flat]
         row: dict[str, Any] = {
             "method": f"{label} {scheme}".strip() if label else scheme,
             "scheme": scheme,
             "problems": len(complete),
             "samples": len(flat),
-            "mean_reward": round(sum(x["reward"]["total"] for x in flat) / len(flat), 4),
+            "reward": reward.name,
+            "mean_reward": round(sum(r.total for r in rewards) / len(flat), 4),
+            "reward_terms": {t: round(sum(r.get(t, 0.0) for r in rewards) / len(flat), 4)
+                             for t in dict.fromkeys(t for r in rewards for t in r)},
             "syntax_rate": round(sum(bool(x["syntax_ok"]) for x in flat) / len(flat), 4),
             "runnable_rate": round(sum(bool(x["verdict"]["runnable"]) for x in flat) / len(flat), 4),
             "mean_tokens": round(sum(x["n_tokens"] for x in flat) / len(flat), 1),
@@ -276,7 +282,7 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
         nonlocal done_now, problems_done
         a = state.attempt
         assert verdict is not None
-        score([a], [verdict], a.scheme)
+        score([a], [verdict], problem_of[a.task_id], config.reward)
         record = sample_record(a, problem_of[a.task_id], engine, helper_path, main_path)
         store.add(record)
         emit(VerdictReady(task_id=a.task_id, sample=a.sample, scheme=a.scheme,

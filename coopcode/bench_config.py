@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from coopcode.inputs import MAX_TEMPERATURE, MAX_TIMEOUT
 from coopcode.metrics import check_k
 from coopcode.options import check_options, option
+from coopcode.rewards import reward_names
 from coopcode.schemes import DEFAULT_SCHEME, SCHEMES
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -41,6 +42,11 @@ class BenchConfig:
     turns: int = option(1, "Turns; later turns revise from feedback on the public examples.", at_least=1)
     timeout: float = option(5.0, "CPU seconds per program in the sandbox.", within=f"(0, {MAX_TIMEOUT:g}]")
     label: str = option("", "Method name in the table, before the scheme [default: the adapters' run].")
+    reward: str | None = option(
+        None, f"The reward recorded with each sample and averaged in the table: "
+        f"{', '.join(reward_names())} [default: seed-grpo for single, seed for the pairs]; "
+        "a finished run is scored again under another reward without sampling.",
+        choices=reward_names(), noun="reward")
 
     def validate(self) -> None:
         """Raise UserError (one line naming the flag) for a value a user can get wrong."""

@@ -55,6 +55,26 @@ class CheckpointInfo:
         value = metrics.get("reward_mean") if isinstance(metrics, dict) else None
         return float(value) if isinstance(value, int | float) else None
 
+    @property
+    def config(self) -> dict[str, Any]:
+        config = self.manifest.get("config")
+        return config if isinstance(config, dict) else {}
+
+    @property
+    def reward_name(self) -> str:
+        """The reward the run trained on (runs from before --reward: their algorithm's seed)."""
+        name = self.config.get("reward")
+        if isinstance(name, str) and name:
+            return name
+        return "seed-grpo" if self.algorithm == "grpo" else "seed"
+
+    def warnings(self) -> list[Any]:
+        """The collapse guards' findings on the run's metrics (`coopcode.train.guards`)."""
+        from coopcode.train.guards import collapse_warnings
+
+        budget = self.config.get("max_new_tokens")
+        return collapse_warnings(self.metrics_history(), budget if isinstance(budget, int) else None)
+
     def metrics_history(self) -> list[dict[str, Any]]:
         """metrics.jsonl, one dict per step (torn lines skipped)."""
         path = self.path / "metrics.jsonl"
@@ -79,6 +99,7 @@ class CheckpointInfo:
             "step": self.step,
             "total_steps": self.total_steps,
             "reward_mean": self.reward,
+            "reward_name": self.reward_name,
             "adapters": self.adapters,
             "resumable_step": self.resumable_step,
             "manifest": self.manifest,
@@ -175,10 +196,9 @@ def plot_curves(info: CheckpointInfo, path: Path | None = None) -> Path:
     path = path or info.path / CURVES
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise UserError(f"{path}: cannot write the curves here (permission denied)")
-    config = info.manifest.get("config")
-    config = config if isinstance(config, dict) else {}
+    config = info.config
     steps = [r["step"] for r in history if isinstance(r.get("step"), int)]
-    title = (f"{info.name}: {info.algorithm}, steps {min(steps, default=0)}-{max(steps, default=0)}"
+    title = (f"{info.name}: {info.algorithm} ({info.reward_name} reward), steps {min(steps, default=0)}-{max(steps, default=0)}"
              f"\n{info.base}, n={config.get('group_size', '?')} samples per problem and agent, "
              f"T={config.get('temperature', '?')}, problems {config.get('problems', '?')}")
     return plot_training(history, title, path)

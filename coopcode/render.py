@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from coopcode import events as ev
+from coopcode.rewards import format_terms
 
 STATUS_STYLE = {
     "passed": "bold green",
@@ -134,8 +135,8 @@ def print_solve(console: Console, result: dict[str, Any]) -> None:
             (f"{status.upper()}", STATUS_STYLE.get(status, "")),
             f"  {verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)} tests  ",
             ("reward ", "dim"),
-            f"{reward.get('total', 0):.2f} (syntax {reward.get('syntax', 0):.1f} + runs "
-            f"{reward.get('runs', 0):.1f} + tests {reward.get('tests', 0):.1f})  ",
+            f"{reward.get('total', 0):.2f} ({result.get('reward_name') or 'reward'}: "
+            f"{format_terms(reward)})  ",
             ("scheme ", "dim"), scheme,
             ("  sample ", "dim"), f"{result['best_sample'] + 1}/{len(result['attempts'])}",
             ("  time ", "dim"), f"{result['seconds']:.1f}s",

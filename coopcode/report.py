@@ -112,12 +112,13 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
             "",
         ]
     lines += [
-        "| Method | mean reward | syntax ok | runs | main calls helper | mean tokens |",
+        "| Method | mean reward (reward) | syntax ok | runs | main calls helper | mean tokens |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
+        name = f" ({r['reward']})" if r.get("reward") else ""
         lines.append(
-            f"| {r['method']} | {r['mean_reward']:.3f} | {100 * r['syntax_rate']:.1f}% | "
+            f"| {r['method']} | {r['mean_reward']:.3f}{name} | {100 * r['syntax_rate']:.1f}% | "
             f"{100 * r['runnable_rate']:.1f}% | {100 * r['main_calls_helper_rate']:.1f}% | "
             f"{r['mean_tokens']:.0f} |"
         )

@@ -26,8 +26,12 @@ def form_fields(cls: type, presets: dict[str, Any] | None = None) -> ComposeResu
         with Horizontal(classes="field"):
             yield Label(opt.label, classes="field-label")
             if opt.choices:
-                yield Select([(c, c) for c in opt.choices], value=value, allow_blank=False,
-                             compact=True, id=opt.widget_id)
+                # An optional choice (None: the library decides, e.g. the reward) is the
+                # Select's blank, shown as "default".
+                yield Select([(c, c) for c in opt.choices],
+                             value=Select.NULL if value is None else value,
+                             allow_blank=opt.optional, prompt="default", compact=True,
+                             id=opt.widget_id)
             else:
                 yield Input(opt.show(value), compact=True, id=opt.widget_id)
 
@@ -38,7 +42,7 @@ def form_values(screen: DOMNode, cls: type) -> dict[str, Any]:
     for opt in form_options(cls):
         widget = screen.query_one(f"#{opt.widget_id}")
         if isinstance(widget, Select):
-            values[opt.name] = widget.value
+            values[opt.name] = None if widget.is_blank() else widget.value
             continue
         assert isinstance(widget, Input)
         try:

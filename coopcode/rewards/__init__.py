@@ -24,13 +24,16 @@ from coopcode.rewards.base import (
     RewardFn,
     RewardInput,
     default_reward_name,
+    format_terms,
     get_reward,
+    record_reward,
     register,
     resolve_reward,
     reward_names,
+    term_keys,
 )
 from coopcode.rewards.seed import grpo_levels, magrpo_levels
 
 __all__ = ["REWARDS", "Reward", "RewardBreakdown", "RewardFn", "RewardInput",
-           "default_reward_name", "get_reward", "grpo_levels", "magrpo_levels", "register",
-           "resolve_reward", "reward_names"]
+           "default_reward_name", "format_terms", "get_reward", "grpo_levels", "magrpo_levels", "record_reward", "register",
+           "resolve_reward", "reward_names", "term_keys"]

@@ -11,7 +11,7 @@ refuses an unknown name in one line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -92,6 +92,19 @@ class RewardInput:
     def single(self) -> bool:
         return self.scheme == "single"
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> RewardInput:
+        """The input of a recorded sample (a bench's samples.jsonl line, a solve attempt)."""
+        verdict = record.get("verdict")
+        return cls(verdict=Verdict.from_dict(verdict) if isinstance(verdict, dict)
+                   else Verdict(status="error"),
+                   main_code=str(record.get("main_code") or ""),
+                   helper_code=str(record.get("helper_code") or ""),
+                   program=str(record.get("program") or ""),
+                   entry_point=str(record.get("entry_point") or ""),
+                   scheme=str(record.get("scheme") or "sequential"),
+                   task_id=str(record.get("task_id") or ""))
+
     @cached_property
     def cooperation(self) -> Any:
         """How main uses the helper (`coopcode.rewards.usage.HelperUse`), from the syntax tree."""
@@ -162,3 +175,37 @@ def default_reward_name(scheme: str) -> str:
 
 def resolve_reward(name: str | None, scheme: str) -> Reward:
     return get_reward(name or default_reward_name(scheme))
+
+
+def term_keys(metrics: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> list[str]:
+    """The `reward/<term>` metric keys of a training step (or of several), in the reward's
+    order: what curves draw besides `reward/mean` (a run's reward decides its terms)."""
+    records = [metrics] if isinstance(metrics, Mapping) else list(metrics)
+    keys = dict.fromkeys(k for r in records for k in r
+                         if k.startswith("reward/") and k not in ("reward/mean", "reward/std"))
+    return list(keys)
+
+
+def format_terms(reward: Mapping[str, Any], digits: int = 2) -> str:
+    """`syntax 0.2 + runs 0.3 + tests 0.5` (zero terms left out; `- 0.5` for a penalty)."""
+    out = ""
+    for k, v in reward.items():
+        if k == "total" or not isinstance(v, int | float) or v == 0:
+            continue
+        sign = "-" if v < 0 else "+"
+        out += f" {sign} {k} {abs(v):.{digits}g}" if out else f"{'-' if v < 0 else ''}{k} {abs(v):.{digits}g}"
+    return out or "0"
+
+
+def record_reward(record: Mapping[str, Any], name: str | None = None) -> RewardBreakdown:
+    """A recorded sample's reward under the reward `name` (None: the default for its scheme):
+    the recorded breakdown when it was scored with that reward, else scored again from the
+    recorded code and verdict (no sampling, no execution). Records from before rewards had
+    names were scored with their scheme's default."""
+    scheme = str(record.get("scheme") or "sequential")
+    reward = resolve_reward(name, scheme)
+    recorded = record.get("reward")
+    scored_with = record.get("reward_name") or default_reward_name(scheme)
+    if scored_with == reward.name and isinstance(recorded, dict):
+        return RewardBreakdown.from_dict(recorded)
+    return reward(RewardInput.from_record(record))

@@ -138,13 +138,17 @@ class TrainPrinter:
             m = event.meta
             self.console.print(f"[bold]training[/] {m.get('algo')} on {m.get('model')}: "
                                f"{m.get('problems')} problems, G={m.get('group_size')}, "
+                               f"reward {m.get('reward') or 'seed'}, "
                                f"{event.total} steps -> {m.get('out')}", highlight=False)
         elif isinstance(event, ev.Metric):
             parts = [fmt.format(event.values[k]) for k, fmt in self.KEYS if k in event.values]
             self.console.print(f"step {event.step}/{self.total}  " + "  ".join(parts), highlight=False)
         elif isinstance(event, ev.Log):
-            style = "yellow" if event.level == "warning" else "dim"
-            self.console.print(f"[{style}]{event.message}[/]", highlight=False)
+            if event.level == "warning":
+                self.console.print(f"[yellow]warning:[/] {event.message}", highlight=False,
+                                   soft_wrap=True)
+            else:
+                self.console.print(f"[dim]{event.message}[/]", highlight=False)
 
 
 @checkpoints_app.command("list")
@@ -193,10 +197,12 @@ def checkpoints_show(
 
     info = find_checkpoint(run, root)
     curve = reward_curve(info.metrics_history())
+    warnings = info.warnings()
     written = plot_curves(info) if plot else None
     if as_json:
         extra = {"curves_png": str(written)} if written is not None else {}
-        print(json.dumps({**info.to_dict(), "curve": curve, **extra}, default=str))
+        print(json.dumps({**info.to_dict(), "curve": curve,
+                          "warnings": [w.to_dict() for w in warnings], **extra}, default=str))
         return
     m = info.manifest
     base: dict[str, Any] = m["base"] if isinstance(m.get("base"), dict) else {}
@@ -207,12 +213,12 @@ def checkpoints_show(
               f"coopcode {m.get('coopcode_version', '?')}")
     for role, size in info.adapters.items():
         out.print(f"  {role}/  {size / 1e6:.1f} MB")
-    config: dict[str, Any] = m["config"] if isinstance(m.get("config"), dict) else {}
+    config = info.config
     if config:
         keys = ("problems", "scheme", "joint", "group_size", "max_new_tokens", "temperature",
                 "turns", "learning_rate", "lora_rank", "kl_coef", "seed")
-        out.print("config: " + ", ".join(f"{k}={config[k]}" for k in keys if k in config),
-                  highlight=False)
+        out.print(f"reward {info.reward_name}; config: "
+                  + ", ".join(f"{k}={config[k]}" for k in keys if k in config), highlight=False)
     if curve:
         table = Table(title="training curve")
         for col in ("steps", "reward", "pass rate"):
@@ -220,6 +226,10 @@ def checkpoints_show(
         for row in curve:
             table.add_row(row["steps"], f"{row['reward_mean']:.3f}", f"{row['pass_rate']:.1%}")
         out.print(table)
+    for w in warnings:
+        out.print(f"[yellow]warning ({w.kind}):[/] {w.message}", highlight=False, soft_wrap=True)
+    if not warnings and curve:
+        out.print("[dim]collapse guards: no warnings[/]")
     if written is not None:
         out.print(f"curves: {written}", highlight=False, soft_wrap=True)
 

@@ -79,9 +79,10 @@ class ExecutionScorer:
 
 
 def output_scorer(fn: Callable[[Problem, JointAction, Node], float]) -> Scorer:
-    """A scorer from a plain function of the outputs (no execution): for tests and shaping."""
+    """A scorer from a plain function of the outputs (no execution): for tests and shaping.
+    Its one term is `score`."""
     def score(items: Sequence[tuple[Problem, JointAction, Node]]) -> list[Scored]:
-        return [Scored(RewardBreakdown(tests=float(fn(p, a, n)))) for p, a, n in items]
+        return [Scored(RewardBreakdown(score=float(fn(p, a, n)))) for p, a, n in items]
 
     return score
 

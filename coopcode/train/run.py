@@ -17,6 +17,7 @@ from coopcode.run_lock import RunLock
 from coopcode.train import checkpoint as ckpt
 from coopcode.train.config import TrainConfig, flag
 from coopcode.train.data import load_training_problems
+from coopcode.train.guards import CollapseWatch, collapse_warnings
 from coopcode.train.metrics import MetricsLog
 
 # Fields --resume may change; everything else must match the saved run (or the resumed run
@@ -171,7 +172,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     log = MetricsLog(out, emit, write=ranks.main)
     emit(Started(job="train", total=total, meta={
         "out": str(out), "algo": config.algo, "model": engine.model_name,
-        "problems": len(problems), "group_size": config.group_size,
+        "problems": len(problems), "group_size": config.group_size, "reward": config.reward,
         "resumed_from": trainer.step if state_dir else None,
     }))
     if state_dir is not None:
@@ -193,7 +194,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
         last = log.history[-1] if log.history else {}
         metrics = {"reward_mean": log.recent("reward/mean"), "pass_rate": log.recent("pass_rate"),
                    "window": min(10, len(log.history)),
-                   "last": {k: v for k, v in last.items() if k != "samples"}}
+                   "last": {k: v for k, v in last.items() if k != "samples"},
+                   "warnings": [w.to_dict() for w in collapse_warnings(log.history,
+                                                                         config.max_new_tokens)]}
         ckpt.write_json_atomic(out / "manifest.json", ckpt.manifest(
             base_name=engine.model_name, fingerprint=engine.model_fingerprint,
             algorithm=config.algo, config=config.to_dict(), step=step, total_steps=total,
@@ -204,6 +207,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
 
     started, first_step = time.time(), trainer.step
     stopped = False
+    watch = CollapseWatch(config.max_new_tokens)
     try:
         while trainer.step < total:
             if cancel.is_set():
@@ -211,6 +215,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
             values = trainer.train_step()
             step = trainer.step
             log.log(step, values, extra={"task_ids": trainer.step_task_ids})
+            for warning in watch.new(log.history):  # each kind once, when it first shows
+                emit(Log(message=f"{warning.kind}: {warning.message}", level="warning"))
             if ranks.main:
                 log_samples(out / "samples.jsonl", step, trainer.last_rollouts)
             rate = (time.time() - started) / max(1, step - first_step)

@@ -26,9 +26,11 @@ def test_train_from_python_with_a_plain_reward_function(make_engine: Any, tiny_m
     assert kinds[0] == "Started" and kinds[-1] == "Finished"
     metrics = [e for e in seen if isinstance(e, ev.Metric)]
     assert [m.step for m in metrics] == [1, 2]
-    for key in ("reward/mean", "reward/std", "reward/syntax", "reward/runs", "reward/tests",
-                "pass_rate", "loss", "grad_norm", "tokens_per_s", "step_seconds", "peak_rss_mb"):
+    for key in ("reward/mean", "reward/std", "reward/score", "pass_rate", "loss", "grad_norm",
+                "tokens_per_s", "step_seconds", "peak_rss_mb"):
         assert key in metrics[0].values, key
+    # The curves carry the terms the reward has: a plain function has one, `score`.
+    assert not {"reward/syntax", "reward/runs", "reward/tests"} & set(metrics[0].values)
     saves = [e.message for e in seen if isinstance(e, ev.Log) and "checkpoint" in e.message]
     assert saves == [f"checkpoint step 1: {out}", f"checkpoint step 2: {out}"]
     manifest = json.loads((out / "manifest.json").read_text())

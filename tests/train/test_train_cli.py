@@ -119,9 +119,15 @@ def interrupted_run(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFacto
     assert any(e["type"] == "log" and "resuming" in e["message"] and "step 2" in e["message"]
                for e in events)
     assert any(e["type"] == "log" and "checkpoint step 4" in e["message"] for e in events)
+    # A 4-token budget cuts every completion: the collapse guards say so while it runs.
+    warned = [e for e in events if e["type"] == "log" and e.get("level") == "warning"]
+    assert [e["message"].split(":")[0] for e in warned] == ["truncation"], warned
+    assert "4-token budget" in warned[0]["message"]
 
     third = _coopcode("train", "--resume", "--out", str(out), "--sandbox", "process", env=env)
     assert third.returncode == 0, third.stderr
+    assert third.stderr.count("warning: truncation: 100% of completions stopped at the 4-token "
+                              "budget") == 1, third.stderr
     yield out
 
 
@@ -168,7 +174,12 @@ def test_checkpoints_list_and_show(interrupted_run: Path) -> None:
     shown = _coopcode("checkpoints", "show", "demo", "--dir", str(root))
     assert shown.returncode == 0, shown.stderr
     assert "training curve" in shown.stdout and "helper/" in shown.stdout
+    assert "warning (truncation): 100% of completions stopped at the 4-token budget" in shown.stdout
     detail = json.loads(_coopcode("checkpoints", "show", str(interrupted_run), "--json").stdout)
     assert detail["curve"] and detail["manifest"]["config"]["group_size"] == 2
+    assert [w["kind"] for w in detail["warnings"]] == ["truncation"]
+    assert detail["warnings"][0]["figures"]["budget"] == 4 and detail["reward_name"] == "seed"
+    assert detail["manifest"]["config"]["reward"] == "seed"  # the default, named in the run
+    assert [w["kind"] for w in detail["manifest"]["metrics"]["warnings"]] == ["truncation"]
     _one_line_error(_coopcode("checkpoints", "show", "no-such-run", "--dir", str(root)),
                     "no checkpoint run")

@@ -400,14 +400,18 @@ class CollaborateScreen(Screen[None]):
 
     def _run_tests(self, problem: Problem, program: str, scheme: str, emit: Any) -> None:
         """Run `program` against the problem's tests in the sandbox (worker thread)."""
-        from coopcode.rewards import grpo_reward, magrpo_reward
+        from coopcode.rewards import RewardInput, resolve_reward
         from coopcode.solve import SolveConfig
         from sandbox import Job
 
         sandbox = self.app.session.wait_sandbox()  # type: ignore[attr-defined]
         verdict = sandbox.run(Job(program=program, tests=problem.tests,
                                   entry_point=problem.entry_point, timeout=SolveConfig().timeout))
-        reward = (grpo_reward if scheme == "single" else magrpo_reward)(verdict)
+        attempt = self.attempt
+        reward = resolve_reward(SolveConfig().reward, scheme)(RewardInput(
+            verdict=verdict, main_code=attempt.main_code if attempt else program,
+            helper_code=attempt.helper_code if attempt else "", program=program,
+            entry_point=problem.entry_point, scheme=scheme, task_id=problem.task_id))
         emit(ev.VerdictReady(task_id=problem.task_id, sample=0, scheme=scheme,
                              verdict=verdict.to_dict(), reward=reward.to_dict()))
         emit(ev.Finished(job="solve", summary={"passed": verdict.passed}))

@@ -10,12 +10,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.markup import escape
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, RichLog
 
 from coopcode import events as ev
 from coopcode.checkpoints import list_checkpoints
 from coopcode.errors import UserError
 from coopcode.options import option_args
+from coopcode.rewards import term_keys
 from coopcode.train.config import TrainConfig
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
@@ -30,11 +32,16 @@ PRESETS: dict[str, Any] = {"steps": 20}
 SHORT_RUN = 20
 
 
-# What the plots show, from `coopcode train`'s Metric events: (metric key, curve name).
-REWARD_CURVES = (("reward/mean", "reward"), ("reward/syntax", "syntax"), ("reward/runs", "runs"),
-                 ("reward/tests", "tests"), ("pass_rate", "pass rate"))
+# What the plots show, from `coopcode train`'s Metric events: (metric key, curve name). The
+# reward plot draws the run's reward terms, whatever they are (`reward_curves`).
 LOSS_CURVES = (("loss", "total"), ("helper/loss", "helper"), ("main/loss", "main"),
                ("single/loss", "single"))
+
+
+def reward_curves(values: dict[str, float]) -> list[tuple[str, str]]:
+    """The mean reward, each term of the run's reward, and the pass rate."""
+    return [("reward/mean", "reward"), *((k, k.split("/", 1)[1]) for k in term_keys(values)),
+            ("pass_rate", "pass rate")]
 
 
 def _eta(seconds: float | None) -> str:
@@ -61,6 +68,7 @@ class TrainScreen(JobScreen):
         super().__init__()
         self.out_dir: Path | None = None
         self.metrics: list[tuple[int, dict[str, float]]] = []
+        self.warnings: list[str] = []  # the collapse guards' lines for the running job
         self._last_scan = 0.0
 
     def compose(self) -> ComposeResult:
@@ -77,6 +85,7 @@ class TrainScreen(JobScreen):
                     yield Button("Stop", id="stop", variant="error", compact=True, disabled=True)
             with Vertical(id="train-live"):
                 yield Label("idle · Ctrl+R starts a run", id="train-status")
+                yield Label("", id="train-warnings")
                 with Horizontal(id="plots"):
                     yield PlotView("mean reward · pass rate", id="reward-plot")
                     yield PlotView("loss", id="loss-plot")
@@ -91,6 +100,7 @@ class TrainScreen(JobScreen):
         table.border_title = "checkpoints"
         table.add_columns("run", "algo", "step", "reward")
         self.action_refresh()
+        self._show_warnings()
         self.set_interval(2.0, self._poll_checkpoints)
 
     def build_argv(self) -> list[str]:
@@ -148,17 +158,25 @@ class TrainScreen(JobScreen):
         status = self.query_one("#train-status", Label)
         if isinstance(event, ev.Metric):
             self.metrics.append((event.step, dict(event.values)))
-            for plot_id, curves in (("#reward-plot", REWARD_CURVES), ("#loss-plot", LOSS_CURVES)):
+            for plot_id, curves in (("#reward-plot", reward_curves(event.values)),
+                                    ("#loss-plot", LOSS_CURVES)):
                 plot = self.query_one(plot_id, PlotView)
                 for key, name in curves:
                     if key in event.values:
                         plot.add_point(name, event.step, event.values[key])
         elif isinstance(event, ev.Started):
             status.update(f"step 0/{event.total} · sampling the first group…")
+            self.warnings.clear()
+            self._show_warnings()
         elif isinstance(event, ev.Progress):
             last = self.metrics[-1][1] if self.metrics else {}
             reward = f" · reward {last['reward/mean']:.3f}" if "reward/mean" in last else ""
             status.update(f"step {event.done}/{event.total}{reward} · ETA {_eta(event.eta_s)}")
+        elif isinstance(event, ev.Log) and event.level == "warning":
+            # The collapse guards (coopcode.train.guards): kept in view, not only in the log.
+            self.warnings.append(event.message)
+            self._show_warnings()
+            self.notify(event.message, severity="warning", title="training", timeout=10)
         elif isinstance(event, ev.Log) and "checkpoint" in event.message.lower():
             self.action_refresh()
         elif isinstance(event, ev.Finished):
@@ -167,6 +185,11 @@ class TrainScreen(JobScreen):
             status.update(f"{how} at step {summary.get('step')}/{summary.get('total_steps')} · "
                           f"adapters in {summary.get('out')}")
             self.action_refresh()
+
+    def _show_warnings(self) -> None:
+        label = self.query_one("#train-warnings", Label)
+        label.update("\n".join(f"⚠ {escape(w)}" for w in self.warnings))
+        label.display = bool(self.warnings)
 
     def _poll_checkpoints(self) -> None:
         # Saves also show up without a Log event (another process, a detached run).

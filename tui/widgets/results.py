@@ -10,6 +10,7 @@ from textual.widgets import DataTable, Static
 
 from coopcode.cooperation import Cooperation
 from coopcode.render import STATUS_STYLE
+from coopcode.rewards import format_terms
 
 
 class TestsTable(DataTable[Any]):
@@ -50,8 +51,7 @@ class VerdictSummary(Static):
              scheme: str) -> None:
         status = verdict.get("status", "?")
         style = STATUS_STYLE.get(status, "bold")
-        parts = " + ".join(f"{k} {reward.get(k, 0.0):.1f}" for k in ("syntax", "runs", "tests")
-                           if k in reward)
+        parts = escape(format_terms(reward))
         lines = [
             f"[{style}]{status.upper().replace('_', ' ')}[/] "
             f"{verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)} tests",
