@@ -23,7 +23,7 @@ from typing import Any
 
 from coopcode import __version__, prompts, stats
 from coopcode.bench_config import DEFAULT_KS, BenchConfig
-from coopcode.cooperation import classify_cooperation, pattern_rates
+from coopcode.cooperation import COOPERATING, classify_cooperation, pattern_rates
 from coopcode.engines import Engine, SamplingParams
 from coopcode.errors import UserError
 from coopcode.events import (
@@ -153,8 +153,10 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
             for t in per_problem:
                 per_problem[t][f"pass@{k}"] = round(pass_k[t], 6)
                 per_problem[t][f"acc@{k}"] = round(acc_k[t], 6)
-        row["cooperation"] = ({} if scheme == "single"
-                              else pattern_rates(record_patterns(x) for x in flat))
+        patterns = [] if scheme == "single" else [set(record_patterns(x)) for x in flat]
+        row["cooperation"] = pattern_rates(patterns) if patterns else {}
+        # The share of samples where main uses the helper for more than returning its result.
+        row["cooperating_rate"] = round(sum(bool(p & COOPERATING) for p in patterns) / len(flat), 4)
         row["per_problem"] = per_problem
         rows.append(row)
     return BenchSummary(rows=rows, ks=tuple(config.ks))

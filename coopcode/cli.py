@@ -341,10 +341,11 @@ def compare(
 @app.command("paper-table")
 def paper_table(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Table folder: one bench folder per row (resumed when rerun), table.md, table.json, table.png, summaries/ \\[default: runs/table1]. With --from-summaries: where to write the table files (else it is only printed).")] = None,
-    rows: Annotated[str, typer.Option("--rows", help="Comma-separated rows: single, pair, grpo, magrpo.")] = "single,pair,grpo,magrpo",
+    rows: Annotated[str, typer.Option("--rows", help="Comma-separated rows: single, pair, grpo, magrpo (the seed paper's) and magrpo-seed1, magrpo-coop, magrpo-coop-seed1 (ours: a replicate, the cooperative reward).")] = "single,pair,grpo,magrpo",
     model: ModelOpt = None,
     grpo_adapter: Annotated[Path | None, typer.Option("--grpo-adapter", help="The GRPO run folder \\[default: checkpoints/grpo-0.5b, or checkpoints/grpo-<model>]; trained (or resumed) when not complete.")] = None,
     magrpo_adapter: Annotated[Path | None, typer.Option("--magrpo-adapter", help="The MAGRPO run folder \\[default: checkpoints/magrpo-0.5b, or checkpoints/magrpo-<model>].")] = None,
+    adapter: Annotated[list[str] | None, typer.Option("--adapter", help="ROW=FOLDER: the run folder of any trained row (repeat), e.g. magrpo-coop=runs/my-coop \\[default: checkpoints/<algo>[-<reward>]-0.5b[-seed<N>]].")] = None,
     no_train: Annotated[bool, typer.Option("--no-train", help="Bench the adapters as they are; refuse rows whose adapters are not trained.")] = False,
     train_steps: Annotated[int, typer.Option("--train-steps", help="Steps of each training started here (both: the same budget).")] = 60,
     n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 10,
@@ -395,8 +396,9 @@ def paper_table(
                         "vllm); bench served adapters with `coopcode bench` instead")
     engine_kw = _engine_options(engine, dtype)
     plan = pt.TablePlan(rows=pt.parse_rows(rows), out=check_output_folder(out_dir),
-                        adapter_runs={"grpo": grpo_adapter or pt.default_adapter_run("grpo", model),
-                                      "magrpo": magrpo_adapter or pt.default_adapter_run("magrpo", model)},
+                        adapter_runs=pt.adapter_runs(model, {"grpo": grpo_adapter,
+                                                             "magrpo": magrpo_adapter},
+                                                     adapter or []),
                         train=not no_train, train_steps=train_steps,
                         train_max_new_tokens=train_max_new_tokens)
     pt.check_plan(plan)  # refusals before anything loads

@@ -43,6 +43,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 PATTERNS = ("ignored", "wrapper", "fallback", "decorator", "coordinator", "strategy-filter")
+# The patterns where main does more with the helper than return its result.
+COOPERATING = frozenset({"fallback", "decorator", "coordinator", "strategy-filter"})
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)

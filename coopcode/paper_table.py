@@ -1,6 +1,7 @@
 """`coopcode paper-table`: the seed paper's Table 1 re-made with this tool, end to end.
 
-Four rows on one problem set (the HumanEval test split by default), n samples per problem:
+The seed paper's four rows on one problem set (the HumanEval test split by default), n
+samples per problem, and three more rows of our own (`--rows`):
 
 | row      | what is benched                                        | adapter trained by       |
 |----------|--------------------------------------------------------|--------------------------|
@@ -8,8 +9,11 @@ Four rows on one problem set (the HumanEval test split by default), n samples pe
 | `pair`   | the base model as helper and main (scheme sequential)  | (none)                   |
 | `grpo`   | one agent trained with GRPO (scheme single)            | `coopcode train --algo grpo`   |
 | `magrpo` | the pair trained jointly with MAGRPO (sequential)      | `coopcode train --algo magrpo` |
+| `magrpo-seed1` | the same MAGRPO recipe, seed 1 (a replicate)     | ... `--seed 1`           |
+| `magrpo-coop`  | MAGRPO with the cooperative reward               | ... `--reward coop`      |
+| `magrpo-coop-seed1` | the same, seed 1                            | ... `--reward coop --seed 1` |
 
-`run_paper_table` trains (or resumes) the two adapters when their run folders are not
+`run_paper_table` trains (or resumes) the rows' adapters when their run folders are not
 complete, then runs (or resumes) each row's bench in `<out>/<row>/`, then builds the table
 from the rows' summaries. `build_table` needs nothing but those summaries (each row's
 per-problem estimates), so a table is recomputed from committed summaries alone
@@ -40,7 +44,9 @@ class TableRow:
     method: str
     scheme: str
     algo: str | None  # the training that makes its adapter (None: the base model)
-    paper_pass_at_1: float  # the seed paper, Qwen2.5-Coder-3B, HumanEval (40 problems), n=10
+    paper_pass_at_1: float | None  # the seed paper, Qwen2.5-Coder-3B, HumanEval (40 problems), n=10
+    reward: str | None = None  # the training's reward (None: the algorithm's seed reward)
+    seed: int = 0  # the training's seed
 
     @property
     def adapter_roles(self) -> tuple[str, ...]:
@@ -52,8 +58,15 @@ ROWS = (
     TableRow("pair", "Prompted pair, sequential (untrained)", "sequential", None, 24.00),
     TableRow("grpo", "Single agent trained with GRPO", "single", "grpo", 14.50),
     TableRow("magrpo", "Pair trained with MAGRPO", "sequential", "magrpo", 44.25),
+    TableRow("magrpo-seed1", "Pair trained with MAGRPO, seed 1", "sequential", "magrpo", None,
+             seed=1),
+    TableRow("magrpo-coop", "Pair trained with MAGRPO, coop reward", "sequential", "magrpo", None,
+             reward="coop"),
+    TableRow("magrpo-coop-seed1", "Pair trained with MAGRPO, coop reward, seed 1", "sequential",
+             "magrpo", None, reward="coop", seed=1),
 )
 ROW_KEYS = tuple(r.key for r in ROWS)
+SEED_ROWS = ("single", "pair", "grpo", "magrpo")  # the seed paper's table, the default --rows
 BASELINE = "single"
 
 # The training both adapters get: the same budget, learning rate, token budget and seed.
@@ -77,14 +90,34 @@ def parse_rows(text: str) -> list[TableRow]:
     return [row(k) for k in dict.fromkeys(keys)]
 
 
-def default_adapter_run(algo: str, model: str | None) -> Path:
-    """checkpoints/grpo-0.5b for the embedded model, checkpoints/grpo-<model> otherwise."""
+def default_adapter_run(key: str, model: str | None) -> Path:
+    """A row's run folder: checkpoints/<algo>[-<reward>]-0.5b[-seed<N>] for the embedded
+    model (checkpoints/magrpo-coop-0.5b-seed1), with the model's name otherwise."""
     from coopcode.models import DEFAULT_MODEL
 
+    spec = row(key)
+    stem = f"{spec.algo}-{spec.reward}" if spec.reward else str(spec.algo)
+    seed = f"-seed{spec.seed}" if spec.seed else ""
     if model in (None, DEFAULT_MODEL):
-        return Path("checkpoints") / f"{algo}-0.5b"
+        return Path("checkpoints") / f"{stem}-0.5b{seed}"
     name = "".join(c if c.isalnum() or c in "-._" else "-" for c in Path(model).name.lower())
-    return Path("checkpoints") / f"{algo}-{name}"
+    return Path("checkpoints") / f"{stem}-{name}{seed}"
+
+
+def adapter_runs(model: str | None, given: Mapping[str, Path | None],
+                 pairs: Sequence[str] = ()) -> dict[str, Path]:
+    """Every trained row's run folder: its default, or `given[row]`, or a `ROW=FOLDER` pair
+    (`--adapter`); a bad pair is a UserError."""
+    runs = {spec.key: default_adapter_run(spec.key, model) for spec in ROWS if spec.algo}
+    runs.update({key: path for key, path in given.items() if path is not None})
+    for pair in pairs:
+        key, sep, folder = pair.partition("=")
+        if not sep or not folder.strip():
+            raise UserError(f"--adapter {pair!r}: write ROW=FOLDER, e.g. magrpo-coop=runs/my-coop")
+        if row(key.strip()).algo is None:
+            raise UserError(f"--adapter {pair!r}: row {key.strip()!r} has no adapter (untrained)")
+        runs[key.strip()] = Path(folder.strip())
+    return runs
 
 
 # -- the adapters ------------------------------------------------------------------------
@@ -121,14 +154,25 @@ def adapter_state(run: Path, roles: Sequence[str]) -> tuple[str, str]:
 # -- the table ----------------------------------------------------------------------------
 
 # Beyond each row vs the single model: what MAGRPO training did to the prompted pair, and the
-# seed paper's headline, the pair trained with MAGRPO vs one agent trained with GRPO.
-OTHER_COMPARISONS = (("magrpo", "pair"), ("magrpo", "grpo"))
+# seed paper's headline, the pair trained with MAGRPO vs one agent trained with GRPO; each
+# other trained pair against the same, and the coop rows against the seed-reward runs.
+OTHER_COMPARISONS = (
+    ("magrpo", "pair"), ("magrpo", "grpo"),
+    ("magrpo-seed1", "pair"), ("magrpo-seed1", "grpo"),
+    ("magrpo-coop", "pair"), ("magrpo-coop", "grpo"), ("magrpo-coop", "magrpo"),
+    ("magrpo-coop", "magrpo-seed1"),
+    ("magrpo-coop-seed1", "pair"), ("magrpo-coop-seed1", "grpo"), ("magrpo-coop-seed1", "magrpo"),
+    ("magrpo-coop-seed1", "magrpo-seed1"),
+)
 
 # What a row's samples look like, from its summary: how long, how often they run, how often
-# main calls the helper (a trained row that wins by writing shorter code shows here).
+# main calls the helper (a trained row that wins by writing shorter code shows here), and how
+# often it uses the helper beyond a wrapper (summaries from before that rate show "—"; the
+# column is left out when no row has it).
 PROFILE = {"mean_tokens": ("Tokens per sample", "{:.1f}"),
            "runnable_rate": ("Programs that run", "{:.1%}"),
-           "main_calls_helper_rate": ("Main calls the helper", "{:.1%}")}
+           "main_calls_helper_rate": ("Main calls the helper", "{:.1%}"),
+           "cooperating_rate": ("Main uses the helper beyond a wrapper", "{:.1%}")}
 
 
 def _method_row(summary: Mapping[str, Any], key: str) -> dict[str, Any] | None:
@@ -147,6 +191,8 @@ def build_table(summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int] = 
     base = got_rows.get(BASELINE)
     out_rows = []
     for spec in ROWS:
+        if spec.key not in SEED_ROWS and spec.key not in summaries:
+            continue  # our own rows are in the table when they were run
         entry: dict[str, Any] = {"row": spec.key, "method": spec.method, "scheme": spec.scheme,
                                  "paper_pass@1": spec.paper_pass_at_1}
         summary = summaries.get(spec.key)
@@ -228,13 +274,14 @@ def render_markdown(table: Mapping[str, Any]) -> str:
             "Wall time"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for e in rows:
+        paper = _number(e["paper_pass@1"], "{:.2f}")
         if not e["run"]:
-            lines.append("| " + " | ".join([e["method"], *["not run"] * len(ks),
-                                            f"{e['paper_pass@1']:.2f}", "—", "—"]) + " |")
+            lines.append("| " + " | ".join([e["method"], *["not run"] * len(ks), paper,
+                                            "—", "—"]) + " |")
             continue
         wall = e.get("wall_seconds")
         lines.append("| " + " | ".join([
-            e["method"], *[_cell(e, k) for k in ks], f"{e['paper_pass@1']:.2f}",
+            e["method"], *[_cell(e, k) for k in ks], paper,
             f"{e['problems']} × {e.get('n') or '?'}",
             f"{wall / 60:.0f} min" if isinstance(wall, int | float) else "—"]) + " |")
     lines += ["", f"Percentages; {100 * table['interval']['level']:.0f}% intervals: "
@@ -257,14 +304,16 @@ def render_markdown(table: Mapping[str, Any]) -> str:
             lines += [_paired_line(c["method"], d, c["against_method"]) for d in c["per_k"]]
     profiled = [e for e in rows if e["run"] and e.get("samples_profile")]
     if profiled:
+        columns = {key: how for key, how in PROFILE.items()
+                   if any(e["samples_profile"].get(key) is not None for e in profiled)}
         lines += ["", "What the samples are (all turns' tokens of a sample; share of samples):", "",
-                  "| Method | " + " | ".join(label for label, _ in PROFILE.values()) + " |",
-                  "|" + "---|" * (len(PROFILE) + 1)]
+                  "| Method | " + " | ".join(label for label, _ in columns.values()) + " |",
+                  "|" + "---|" * (len(columns) + 1)]
         for e in profiled:
             p = dict(e["samples_profile"])
-            if e["scheme"] == "single":
-                p["main_calls_helper_rate"] = None  # no helper: does not apply
-            cells = [_number(p.get(key), form) for key, (_, form) in PROFILE.items()]
+            if e["scheme"] == "single":  # no helper: does not apply
+                p["main_calls_helper_rate"] = p["cooperating_rate"] = None
+            cells = [_number(p.get(key), form) for key, (_, form) in columns.items()]
             lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")
     pairs = [e for e in rows if e["run"] and e.get("cooperation")]
     if pairs:
@@ -293,7 +342,8 @@ def read_summaries(folder: Path) -> dict[str, dict[str, Any]]:
                 raise UserError(f"{path}: not a bench summary (no rows)")
             found[spec.key] = data
     if not found:
-        raise UserError(f"{folder}: holds no row summary ({', '.join(f'{k}.json' for k in ROW_KEYS)})")
+        raise UserError(f"{folder}: holds no row summary ({', '.join(f'{k}.json' for k in SEED_ROWS)}, "
+                        "...)")
     return found
 
 
@@ -353,27 +403,29 @@ def write_table(out: Path, summaries: Mapping[str, Mapping[str, Any]], ks: Seque
 class TablePlan:
     rows: list[TableRow]
     out: Path
-    adapter_runs: dict[str, Path]  # algo -> run folder
+    adapter_runs: dict[str, Path]  # row key -> run folder (rows with an adapter)
     train: bool = True
     train_steps: int = field(default_factory=lambda: int(TRAINING["steps"]))
     train_max_new_tokens: int = field(default_factory=lambda: int(TRAINING["max_new_tokens"]))
 
 
-def training_config(algo: str, model: str | None, steps: int, max_new_tokens: int) -> Any:
+def training_config(spec: TableRow, model: str | None, steps: int, max_new_tokens: int) -> Any:
+    """The row's training: the table's shared budget, with the row's algorithm, reward, seed."""
     from coopcode.train.config import TrainConfig
 
-    settings = {**TRAINING, "steps": steps, "max_new_tokens": max_new_tokens}
-    return TrainConfig(algo=algo, model=model, **settings)
+    settings = {**TRAINING, "steps": steps, "max_new_tokens": max_new_tokens, "seed": spec.seed}
+    return TrainConfig(algo=str(spec.algo), model=model, reward=spec.reward, **settings)
 
 
 def check_plan(plan: TablePlan) -> dict[str, tuple[str, str]]:
-    """Each adapter run's state, refusing what cannot go on (before anything loads)."""
+    """Each row's adapter run state (by row key), refusing what cannot go on (before
+    anything loads)."""
     states = {}
     for spec in plan.rows:
         RunLock.check_free(plan.out / spec.key, "bench run")
         if spec.algo is None:
             continue
-        run = plan.adapter_runs[spec.algo]
+        run = plan.adapter_runs[spec.key]
         RunLock.check_free(run, "training run")
         state, line = adapter_state(run, spec.adapter_roles)
         if state == "stuck" and plan.train:
@@ -381,7 +433,7 @@ def check_plan(plan: TablePlan) -> dict[str, tuple[str, str]]:
         if state in ("absent", "resumable") and not plan.train:
             raise UserError(f"{run}: not trained to the end ({line.split(': ', 1)[-1]}): "
                             "drop --no-train to train it, or leave the row out with --rows")
-        states[spec.algo] = (state, line)
+        states[spec.key] = (state, line)
     return states
 
 
@@ -403,13 +455,13 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
     from coopcode.problems import load_problems
 
     states = check_plan(plan)
-    for algo, (state, line) in states.items():
+    for key, (state, line) in states.items():
         log(line)
         if state in ("absent", "resumable"):
-            run = plan.adapter_runs[algo]
-            train_one(training_config(algo, model, plan.train_steps, plan.train_max_new_tokens),
+            run = plan.adapter_runs[key]
+            train_one(training_config(row(key), model, plan.train_steps, plan.train_max_new_tokens),
                       run, state == "resumable")
-            state, line = adapter_state(run, row(algo).adapter_roles)
+            state, line = adapter_state(run, row(key).adapter_roles)
             if state != "complete":  # stopped (Ctrl-C): rerunning the table resumes it
                 raise UserError(f"{line}; rerun `coopcode paper-table` to go on")
     summaries: dict[str, dict[str, Any]] = {}
@@ -417,7 +469,7 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
     engine = open_engine()
     with engine:
         for spec in plan.rows:
-            adapters = bench_row_adapters(spec, plan.adapter_runs.get(spec.algo or ""))
+            adapters = bench_row_adapters(spec, plan.adapter_runs.get(spec.key))
             names = {}
             for role, path in adapters.items():
                 name = f"{spec.key}-{role}"

@@ -22,7 +22,7 @@ def _table_lines(text: str) -> list[str]:
 
 def test_the_committed_table_is_recomputed_from_the_committed_summaries() -> None:
     summaries = pt.read_summaries(COMMITTED / pt.SUMMARIES)
-    assert summaries.keys() == set(pt.ROW_KEYS)  # all four rows are in
+    assert summaries.keys() == set(pt.SEED_ROWS)  # the seed paper's four rows are in
     table = pt.build_table(summaries, (1, 3, 5, 10))
     assert [(c["row"], c["against"], len(c["per_k"])) for c in table["other_comparisons"]] \
         == [("magrpo", "pair", 4), ("magrpo", "grpo", 4)]
@@ -50,31 +50,32 @@ def test_the_committed_table_is_recomputed_from_the_committed_summaries() -> Non
             assert entry[f"pass@{k}"] == pytest.approx(row[f"pass@{k}"], abs=1e-4)
             assert entry[f"pass@{k}_ci"] == pytest.approx(row[f"pass@{k}_ci"], abs=1e-4)
         assert entry["n"] == 10 and entry["problems"] == 40  # the seed paper's setting
-        assert entry["samples_profile"] == {key: row[key] for key in pt.PROFILE}
+        assert entry["samples_profile"] == {key: row.get(key) for key in pt.PROFILE}
     single_line = next(line for line in recomputed.splitlines()
                        if line.startswith("| Single model (untrained) | 1") and "%" in line)
     assert single_line.endswith("| — |")  # no helper: "main calls the helper" does not apply
 
 
-def test_the_replicate_figures_are_what_its_summary_gives(cli_env: dict[str, str]) -> None:
-    """BENCHMARKS' replicate of the MAGRPO row: its lines are the table built with the
-    replicate's summary in the MAGRPO row (a later --from-summaries folder wins)."""
-    replicate = pt.read_summaries(COMMITTED / "replicates")
-    assert replicate.keys() == {"magrpo"}
-    assert replicate["magrpo"]["meta"]["adapters"] == {
-        role: f"checkpoints/magrpo-0.5b-seed1/{role}" for role in ("helper", "main")}
-    done = coopcode("paper-table", "--from-summaries", str(COMMITTED / pt.SUMMARIES),
-                    "--from-summaries", str(COMMITTED / "replicates"), env=cli_env)
+COOP = REPO / "docs" / "coop"
+
+
+def test_the_coop_table_is_what_its_summaries_give(cli_env: dict[str, str]) -> None:
+    """docs/coop: the seed paper's rows (the same summaries as docs/table1), our replicate of
+    the MAGRPO row and the coop-reward rows, rebuilt by the CLI from its summaries alone."""
+    summaries = pt.read_summaries(COOP / pt.SUMMARIES)
+    assert set(pt.SEED_ROWS) | {"magrpo-seed1"} <= summaries.keys()
+    for key in pt.SEED_ROWS:
+        assert summaries[key] == json.loads((COMMITTED / pt.SUMMARIES / f"{key}.json").read_text())
+    for key in summaries.keys() - set(pt.SEED_ROWS):  # each benched with its own adapters
+        assert summaries[key]["meta"]["adapters"] == {
+            role: f"{pt.default_adapter_run(key, None)}/{role}" for role in ("helper", "main")}
+    done = coopcode("paper-table", "--from-summaries", str(COOP / pt.SUMMARIES), env=cli_env)
     assert done.returncode == 0, done.stderr
-    summaries = {**pt.read_summaries(COMMITTED / pt.SUMMARIES), **replicate}
-    assert done.stdout == pt.render_markdown(pt.build_table(summaries))
-    section = (REPO / "BENCHMARKS.md").read_text().split("### A replicate of the MAGRPO row")[1]
-    lines = [line for line in _table_lines(done.stdout) if "| Pair trained with MAGRPO |" in line]
-    assert len(lines) == 1 + 4 + 8 + 2  # the row, vs single, vs pair and GRPO, samples, patterns
-    for line in lines:
-        assert line in section, line
-    committed = _table_lines((COMMITTED / "table.md").read_text())
-    assert not set(lines) & set(committed)  # another run: none of its figures is the table's
+    assert (COOP / "table.md").read_text().startswith(done.stdout)
+    table = pt.build_table(summaries)
+    assert done.stdout == pt.render_markdown(table)
+    compared = {(c["row"], c["against"]) for c in table["other_comparisons"]}
+    assert {("magrpo-seed1", "pair"), ("magrpo-seed1", "grpo")} <= compared
 
 
 def test_paired_rows_agree_with_coopcode_compare(tmp_path: Path) -> None:
@@ -154,7 +155,7 @@ def test_the_whole_table_trains_benches_and_resumes(tiny_model_dir: Path, tmp_pa
         meta = json.loads((out / algo / "meta.json").read_text())
         for role in roles:  # each trained row was benched with its own adapters
             assert meta["identity"][f"{role}_adapter"] == str(tmp_path / algo / role)
-    for key in pt.ROW_KEYS:
+    for key in pt.SEED_ROWS:
         assert (out / key / "samples.jsonl").read_text().count("\n") == 4  # 2 problems x n=2
     table = json.loads((out / "table.json").read_text())
     assert [e["run"] for e in table["rows"]] == [True] * 4
@@ -175,7 +176,7 @@ def test_the_whole_table_trains_benches_and_resumes(tiny_model_dir: Path, tmp_pa
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "trained, 1/1 steps" in rerun.stderr
     assert (tmp_path / "magrpo" / "metrics.jsonl").read_text() == metrics
-    for key in pt.ROW_KEYS:
+    for key in pt.SEED_ROWS:
         assert (out / key / "samples.jsonl").read_text().count("\n") == 4
 
 
@@ -193,3 +194,10 @@ def test_bad_input_is_one_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
                             str(tmp_path / "absent"), "--out", str(tmp_path / "t"), env=cli_env),
                    "not trained to the end")
     assert_refused(coopcode("paper-table", "--engine", "openai", env=cli_env), "--engine openai")
+    assert_refused(coopcode("paper-table", "--rows", "magrpo-coop", "--adapter", "single=x",
+                            env=cli_env), "row 'single' has no adapter")
+    assert_refused(coopcode("paper-table", "--adapter", "magrpo-coop", env=cli_env),
+                   "write ROW=FOLDER")
+    assert_refused(coopcode("paper-table", "--rows", "magrpo-coop", "--no-train", "--adapter",
+                            f"magrpo-coop={tmp_path / 'absent'}", "--out", str(tmp_path / "t"),
+                            env=cli_env), "not trained to the end")

@@ -29,7 +29,6 @@ from __future__ import annotations
 from coopcode.rewards.base import RewardBreakdown, RewardInput, register
 
 TERMS = ("helper", "main", "syntax", "tests", "uses", "beyond_wrapper", "discarded")
-PATTERNS_BEYOND_WRAPPER = frozenset({"fallback", "decorator", "coordinator", "strategy-filter"})
 
 
 @register("coop", TERMS,
@@ -39,7 +38,7 @@ PATTERNS_BEYOND_WRAPPER = frozenset({"fallback", "decorator", "coordinator", "st
           source="the MAGRPO authors' execution_reward_aux (the paper's cooperation quality "
                  "bonus), decided from the syntax tree", maximum=4.0, agents="pair")
 def coop_reward(inp: RewardInput) -> RewardBreakdown:
-    from coopcode.cooperation import classify_cooperation
+    from coopcode.cooperation import COOPERATING, classify_cooperation
 
     terms = dict.fromkeys(TERMS, 0.0)
     use = inp.cooperation
@@ -57,7 +56,7 @@ def coop_reward(inp: RewardInput) -> RewardBreakdown:
         terms["uses"] = 0.5
         main = use.main_without_discarded if use.discarded else inp.main_code
         patterns = set(classify_cooperation(inp.helper_code, main, inp.entry_point))
-        if patterns & PATTERNS_BEYOND_WRAPPER:
+        if patterns & COOPERATING:
             terms["beyond_wrapper"] = 1.0
         if use.discarded:
             terms["discarded"] = -0.5
