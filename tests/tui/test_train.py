@@ -6,9 +6,36 @@ from pathlib import Path
 
 import pytest
 
+from coopcode import events as ev
 from tests.tui.conftest import wait_until
 from tui.session import AgentsSpec
 from tui.widgets.plot import PlotView
+
+
+async def test_the_curves_draw_the_rewards_terms_and_the_guards_warnings_stay_in_view(make_app):
+    app = make_app(mode="train", autoload=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        assert screen.query_one("#reward").is_blank()  # the reward: the algorithm's default
+        warnings = screen.query_one("#train-warnings")
+        assert not warnings.display
+        screen.handle_event(ev.Started(job="train", total=60))
+        for step in (1, 2):  # a coop run's metrics: its own terms, whatever they are
+            screen.handle_event(ev.Metric(step=step, values={
+                "reward/mean": 2.0 + step, "reward/helper": 0.4, "reward/uses": 0.25 * step,
+                "reward/beyond_wrapper": 0.5, "pass_rate": 0.25}))
+        series = screen.query_one("#reward-plot", PlotView).series
+        assert set(series) == {"reward", "helper", "uses", "beyond_wrapper", "pass rate"}
+        assert [y for _x, y in series["uses"]] == [0.25, 0.5]
+        line = ("helper-ignored: main stopped calling the helper: 40% of joint actions in steps "
+                "1-10, 0% in steps 31-40")
+        screen.handle_event(ev.Log(message=line, level="warning"))
+        await pilot.pause()
+        assert warnings.display and "main stopped calling the helper" in str(warnings.render())
+        assert screen.warnings == [line]
+        screen.handle_event(ev.Started(job="train", total=60))  # a new run starts clean
+        await pilot.pause()
+        assert not warnings.display and screen.warnings == []
 
 
 @pytest.mark.slow  # a child process loads the tiny model: ~40 s here
