@@ -138,3 +138,26 @@ def test_bench_and_solve_record_the_named_reward(tmp_path: Path, tiny_model_dir:
 def test_an_unknown_reward_is_refused_in_one_line(command: tuple[str, ...]) -> None:
     assert_refused(coopcode(*command), "unknown reward 'nope' for --reward: use one of seed, "
                                        "seed-grpo, coop")
+
+
+def test_train_on_the_coop_reward_records_it_and_logs_its_terms(tmp_path: Path,
+                                                                tiny_model_dir: Path) -> None:
+    out = tmp_path / "coop-run"
+    done = coopcode("train", "--model", str(tiny_model_dir), "--reward", "coop", "--steps", "1",
+                    "-G", "2", "--max-new-tokens", "8", "--limit", "1", "--sandbox", "process",
+                    "--out", str(out), "--events", "jsonl")
+    assert done.returncode == 0, done.stderr[-2000:]
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert events[0]["type"] == "started" and events[0]["meta"]["reward"] == "coop"
+    metric = next(e for e in events if e["type"] == "metric")["values"]
+    assert {f"reward/{t}" for t in ("helper", "main", "syntax", "tests", "uses", "beyond_wrapper",
+                                    "discarded")} <= set(metric)
+    assert "reward/runs" not in metric  # the seed reward's terms are not this run's
+    assert json.loads((out / "config.json").read_text())["reward"] == "coop"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["reward"] == "coop"
+    samples = json.loads((out / "samples.jsonl").read_text().splitlines()[0])
+    assert set(samples["actions"][0]["reward"]) >= {"uses", "beyond_wrapper", "total"}
+    # Resuming with another reward would make another run: refused in one line.
+    done = coopcode("train", "--resume", "--out", str(out), "--reward", "seed", "--steps", "2")
+    assert done.returncode == 2 and "--reward was 'coop', not 'seed'" in done.stderr
