@@ -11,9 +11,10 @@ def main() -> None:
     from coopcode.train import TrainConfig, output_scorer, train
 
     model, out = sys.argv[1:3]
+    # Every step saved and kept: the test compares the adapters after each step.
     config = TrainConfig(model=model, steps=3, problems_per_step=4, group_size=2, max_new_tokens=8,
-                         limit=4, deterministic=True, save_every=3, warmup_steps=0,
-                         learning_rate=1e-3)
+                         limit=4, deterministic=True, save_every=1, keep_checkpoints=3,
+                         warmup_steps=0, learning_rate=1e-3)
     scorer = output_scorer(lambda _p, action, _n: float(len(action.program) % 7))
     train(config, Path(out), scorer=scorer)
 

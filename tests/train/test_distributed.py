@@ -1,6 +1,14 @@
 """Data-parallel training with torchrun (gloo on this CPU): two ranks train the adapters one
 rank trains, to floating-point tolerance, with the same global batch; a killed two-rank run
-(`torchrun -m coopcode train`) resumes to the same steps without repeating data."""
+(`torchrun -m coopcode train`) resumes to the same steps without repeating data.
+
+What the arithmetic promises: two ranks sum the gradients in another order than one rank, so
+after an update the weights agree to rounding, not bit for bit. The first step's samples come
+from identical weights (deterministic sampling), so they, their rewards and the update agree.
+Later samples come from weights that differ by rounding: on some CPUs (an AVX2-only EPYC,
+fp32) that flips a sampled token of the tiny model's nearly flat distribution, and from there
+the runs are two fair runs, not one. So later steps are compared only while their rewards
+agree (the samples did not diverge); every step's data order must agree regardless."""
 
 from __future__ import annotations
 
@@ -39,13 +47,21 @@ def _adapters(out: Path) -> dict[str, object]:
     return {role: load_file(str(out / role / "adapter_model.safetensors")) for role in ("helper", "main")}
 
 
+def _assert_close(a: dict, b: dict, what: str) -> None:
+    import torch
+
+    for role in a:
+        assert a[role].keys() == b[role].keys()
+        for key in a[role]:
+            assert torch.allclose(a[role][key], b[role][key], rtol=1e-4, atol=1e-6), (what, role, key)
+
+
 def _metrics(out: Path) -> list[dict]:
     return [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
 
 
 def test_two_ranks_train_what_one_rank_trains(tiny_model_dir: Path, tmp_path: Path,
                                               cli_env: dict[str, str]) -> None:
-    import torch
 
     script = str(Path(__file__).with_name("ddp_train_script.py"))
     env = {**cli_env, "OMP_NUM_THREADS": "1"}
@@ -55,14 +71,20 @@ def test_two_ranks_train_what_one_rank_trains(tiny_model_dir: Path, tmp_path: Pa
         assert done.returncode == 0, done.stderr[-3000:]
     ones, twos = _metrics(tmp_path / "one"), _metrics(tmp_path / "two")
     assert [m["task_ids"] for m in twos] == [m["task_ids"] for m in ones]
-    assert [round(m["reward/mean"], 6) for m in twos] == [round(m["reward/mean"], 6) for m in ones]
-    a, b = _adapters(tmp_path / "one"), _adapters(tmp_path / "two")
-    for role in a:
-        assert a[role].keys() == b[role].keys()
-        for key in a[role]:
-            assert torch.allclose(a[role][key], b[role][key], rtol=1e-4, atol=1e-6), (role, key)
+    states = [f"trainer_state/step-{s:06d}" for s in range(1, STEPS + 1)]
+    # Step 1: same weights, same samples, same rewards; the update agrees to rounding.
+    assert round(twos[0]["reward/mean"], 6) == round(ones[0]["reward/mean"], 6)
+    first = _adapters(tmp_path / "one" / states[0])
+    _assert_close(first, _adapters(tmp_path / "two" / states[0]), "step 1")
     # The weights moved: the comparison is not between two untrained adapters.
-    assert all(float(t.abs().max()) > 0 for role in a for k, t in a[role].items() if "lora_B" in k)
+    assert all(float(t.abs().max()) > 0 for role in first for k, t in first[role].items()
+               if "lora_B" in k)
+    # Later steps, while the samples agree (their rewards say so): the updates agree too.
+    for step in range(2, STEPS + 1):
+        if round(twos[step - 1]["reward/mean"], 6) != round(ones[step - 1]["reward/mean"], 6):
+            break  # a token flipped by rounding: from here on, two fair runs
+        _assert_close(_adapters(tmp_path / "one" / states[step - 1]),
+                      _adapters(tmp_path / "two" / states[step - 1]), f"step {step}")
 
 
 def test_a_killed_two_rank_run_resumes_to_the_same_steps_without_repeating_data(
