@@ -36,6 +36,7 @@ from coopcode.events import (
     VerdictReady,
     ignore,
 )
+from coopcode.files import write_failure
 from coopcode.metrics import (
     acc_at_k_by_problem,
     mean_acc_at_k,
@@ -324,7 +325,12 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
         "complete": all(r["problems"] == len(problems) for r in summary.rows)
         and len(summary.rows) == len(config.schemes),
     }
-    write_report(store.out, summary, meta)
+    try:
+        write_report(store.out, summary, meta)
+    except OSError as e:
+        raise UserError(write_failure(store.out, e, "every sample is in samples.jsonl",
+                                      "free some space and rerun with the same --out to write "
+                                      "the report")) from None
     emit(Finished(job="bench", summary=summary.to_dict()))
     return summary
 

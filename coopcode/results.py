@@ -1,9 +1,10 @@
 """The append-only results store of a bench run: resumable by construction.
 
 `OUT/samples.jsonl` holds one line per finished sample, keyed by (scheme, task_id, sample).
-A line is written with one `write` and flushed to disk before the next sample starts, so a
-run killed at any moment leaves every finished sample intact and at most one torn last line,
-which opening the store cuts off. `OUT/meta.json` pins the settings that decide what a
+A line is written whole and flushed to disk before the next sample starts, so a run killed
+at any moment leaves every finished sample intact and at most one torn last line, which
+opening the store cuts off; a write that fails (a full disk) is cut back at once, so the
+file stays valid JSONL and the run stops with one line (`coopcode.files`). `OUT/meta.json` pins the settings that decide what a
 sample is (model, prompts, sampling, seed...): resuming with other settings is refused, so a
 results file never mixes two experiments.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.errors import UserError
+from coopcode.files import append_whole, write_failure
 from coopcode.run_lock import RunLock
 
 SAMPLES = "samples.jsonl"
@@ -39,7 +41,7 @@ class ResultsStore:
             self._lock = RunLock.acquire(out, "bench run")  # before reading: one writer
             try:
                 self._load()
-                self._file = open(self.path, "a", encoding="utf-8")
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             except BaseException:
                 self._lock.release()
                 raise
@@ -71,16 +73,19 @@ class ResultsStore:
         key = _key(record)
         if key in self.records:
             return
-        self._file.write(json.dumps(record, default=str) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            append_whole(self._fd, (json.dumps(record, default=str) + "\n").encode("utf-8"))
+        except OSError as e:
+            raise UserError(write_failure(
+                self.path, e, f"the {len(self.records)} samples written so far are kept",
+                "free some space and rerun with the same --out to resume")) from None
         self.records[key] = record
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.records.values())
 
     def close(self) -> None:
-        self._file.close()
+        os.close(self._fd)
         self._lock.release()
 
     # -- the settings a run is pinned to -----------------------------------------------------
@@ -102,15 +107,23 @@ class ResultsStore:
                     "sessions": old.get("sessions", 0) + 1}
         else:
             meta = {**meta, "identity": identity, "sessions": 1}
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, default=str))
-        tmp.replace(path)
+        _write_json(path, meta)
         return meta
 
     def update_meta(self, **fields: Any) -> None:
         path = self.out / META
         meta = json.loads(path.read_text()) if path.exists() else {}
         meta.update(fields)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(meta, indent=2, default=str))
+        _write_json(path, meta)
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace `path` by a whole new version (the old one stays if the disk is full)."""
+    tmp = path.with_suffix(".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str))
         tmp.replace(path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UserError(write_failure(path, e, "the samples written so far are kept",
+                                      "free some space and rerun with the same --out")) from None

@@ -45,9 +45,14 @@ def check_writable(out: Path) -> None:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
+    """Replace `path` by a whole new version; on a failed write the old one stays."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def latest_state(out: Path) -> Path | None:
@@ -72,10 +77,20 @@ def save_state(out: Path, step: int, trainer_state: dict[str, Any], save_adapter
     final = root / f"step-{step:06d}"
     partial = root / f"step-{step:06d}.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir()
-    save_adapters(partial)
-    torch.save(trainer_state, partial / "trainer.pt")
-    (partial / "state.json").write_text(json.dumps({"step": step, **info}, indent=2, default=str))
+    try:
+        partial.mkdir()
+        save_adapters(partial)
+        torch.save(trainer_state, partial / "trainer.pt")
+        (partial / "state.json").write_text(json.dumps({"step": step, **info}, indent=2, default=str))
+    except BaseException as e:
+        shutil.rmtree(partial, ignore_errors=True)  # the last complete state stays as it was
+        # safetensors reports a failed write as its own error ("... (os error 28)"): make it
+        # the OSError it is, so a full disk is told as one.
+        found = re.search(r"os error (\d+)", str(e)) if not isinstance(e, OSError) else None
+        if found:
+            code = int(found.group(1))
+            raise OSError(code, os.strerror(code)) from e
+        raise
     shutil.rmtree(final, ignore_errors=True)
     os.replace(partial, final)
     older = sorted((int(m.group(1)), p) for p in root.iterdir()
@@ -106,7 +121,15 @@ def publish_adapters(out: Path, state_dir: Path, roles: list[str]) -> None:
         staging = out / f".{name}.new"
         old = out / f".{name}.old"
         shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(src, staging)
+        try:
+            # File by file (a PEFT folder is flat): a failed copy raises the OSError itself,
+            # where copytree would gather it into a shutil.Error without its errno.
+            staging.mkdir()
+            for f in src.iterdir():
+                shutil.copy2(f, staging / f.name)
+        except OSError:
+            shutil.rmtree(staging, ignore_errors=True)  # the published adapters stay as they were
+            raise
         shutil.rmtree(old, ignore_errors=True)
         if (out / name).exists():
             os.replace(out / name, old)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import resource
 import sys
 from pathlib import Path
 from typing import Any
 
 from coopcode.events import Emit, Metric
+from coopcode.files import append_line
 
 
 def peak_rss_mb() -> float:
@@ -38,11 +38,8 @@ class MetricsLog:
     def log(self, step: int, values: dict[str, float], extra: dict[str, Any] | None = None) -> None:
         clean = {k: float(v) for k, v in values.items()}
         record = {"step": step, **clean, **(extra or {})}
-        if self.write:
-            with open(self.path, "a") as f:
-                f.write(json.dumps(record) + "\n")
-                f.flush()
-                os.fsync(f.fileno())  # a line per step is cheap; a SIGKILL must not cut it
+        if self.write:  # whole or not at all, on disk before the next step (a kill, a full disk)
+            append_line(self.path, json.dumps(record) + "\n")
         self.history.append(record)
         self.emit(Metric(step=step, values=clean))
         if self._tb is not None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from coopcode.errors import UserError
 from coopcode.events import Emit, Finished, Log, Progress, Started, ignore
+from coopcode.files import append_line, no_space, write_failure
 from coopcode.problems import Problem
 from coopcode.run_lock import RunLock
 from coopcode.train import checkpoint as ckpt
@@ -224,6 +225,14 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
                           eta_s=rate * (total - step)))
             if step % config.save_every == 0 or step == total:
                 save(step)
+    except OSError as e:
+        if not no_space(e):
+            raise
+        saved = ckpt.latest_state(out)
+        kept = (f"the last complete save (step {saved.name.split('-')[-1].lstrip('0') or 0}) is "
+                "kept" if saved is not None else "no step was saved yet")
+        raise UserError(write_failure(out, e, f"stopped at step {trainer.step}; {kept}",
+                                      "free some space and rerun with --resume")) from None
     except TrainingStopped:
         stopped = True
         saved = ckpt.latest_state(out)
@@ -244,16 +253,16 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
 
 def log_samples(path: Path, step: int, rollouts: list[Any]) -> None:
     """What the agents wrote at this step and what it scored (turn 1): for reading a run."""
-    with open(path, "a") as f:
-        for r in rollouts:
-            node = r.root
-            actions = []
-            for a in node.actions:
-                codes = {role: node.samples[role][i].code for role, i in a.members.items()}
-                actions.append({"reward": a.reward.to_dict() if a.reward else None,
-                                "passed": a.passed, **codes})
-            f.write(json.dumps({"step": step, "task_id": r.problem.task_id,
-                                "actions": actions}) + "\n")
+    lines = []
+    for r in rollouts:
+        node = r.root
+        actions = []
+        for a in node.actions:
+            codes = {role: node.samples[role][i].code for role, i in a.members.items()}
+            actions.append({"reward": a.reward.to_dict() if a.reward else None,
+                            "passed": a.passed, **codes})
+        lines.append(json.dumps({"step": step, "task_id": r.problem.task_id, "actions": actions}))
+    append_line(path, "".join(f"{line}\n" for line in lines))
 
 
 def _check_base(out: Path, engine: Any, resume: bool) -> None:
