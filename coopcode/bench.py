@@ -306,7 +306,17 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
 
     scheduler = Scheduler(engine, sandbox, concurrency=concurrency, feedback_timeout=config.timeout,
                           on_delta=on_delta if stream_tokens else None, cancel=cancel)
-    stats = scheduler.run(specs(), on_done, final_job=final_job)
+    # Jobs the sandbox ran again because their worker was lost (never scored as failures).
+    retries_before = int(getattr(sandbox, "infra_retries", 0))
+    infra_retries = int(meta.get("infra_retries", 0))
+    try:
+        stats = scheduler.run(specs(), on_done, final_job=final_job)
+    finally:
+        infra_retries += int(getattr(sandbox, "infra_retries", 0)) - retries_before
+        try:
+            store.update_meta(infra_retries=infra_retries)
+        except UserError:
+            pass  # a full disk: the run's own error says so
 
     wall = time.time() - session_start
     summary = summarize(list(store), config, [p.task_id for p in problems], label)
@@ -324,6 +334,7 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
         "wall_seconds": round(meta.get("wall_seconds", 0.0) + wall, 1),
         "complete": all(r["problems"] == len(problems) for r in summary.rows)
         and len(summary.rows) == len(config.schemes),
+        "infra_retries": infra_retries,
     }
     try:
         write_report(store.out, summary, meta)

@@ -305,6 +305,9 @@ def evaluate(
             out.print(f"{head}{key}: {100 * row[key]:.2f}%")
         out.print(f"{head}mean reward ({row['reward']}): {row['mean_reward']:.3f}")
     out.print(f"[dim]{len(result.samples)} samples, {result.problems} problems[/]")
+    if result.infra_retries:
+        out.print(f"[dim]{result.infra_retries} jobs ran again after their sandbox worker was "
+                  "lost (none scored as a failure)[/]")
 
 
 @app.command()

@@ -58,10 +58,12 @@ class EvaluateResult:
     reward: str = ""  # the reward's name when one scheme was scored, else "" (see `rewards`)
     mean_reward: float | None = None
     by_scheme: dict[str, dict[str, Any]] = field(default_factory=dict)
+    infra_retries: int = 0  # jobs run again because their sandbox worker was lost
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {**self.pass_at_k, **self.acc_at_k, "problems": self.problems,
-               "samples": len(self.samples), "reward": self.reward, "mean_reward": self.mean_reward}
+               "samples": len(self.samples), "reward": self.reward, "mean_reward": self.mean_reward,
+               "infra_retries": self.infra_retries}
         if len(self.by_scheme) > 1:
             out["by_scheme"] = self.by_scheme
         return out
@@ -154,6 +156,7 @@ def score_samples(
         if done[0] % 10 == 0 or done[0] == len(jobs):
             emit(Progress(done=done[0], total=len(jobs), label="evaluate"))
 
+    retries_before = int(getattr(sandbox, "infra_retries", 0))
     verdicts = sandbox.run_many(jobs, on_result=on_result)
     passed: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     fracs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -199,6 +202,7 @@ def score_samples(
         reward=next(iter(names.values())) if len(set(names.values())) == 1 else "",
         mean_reward=sum(every) / len(every) if every else None,
         by_scheme=by_scheme,
+        infra_retries=int(getattr(sandbox, "infra_retries", 0)) - retries_before,
     )
     emit(Finished(job="evaluate", summary=result.to_dict()))
     return result

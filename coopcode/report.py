@@ -100,6 +100,10 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
         markdown_table(rows, ks) if rows else "(no complete problems yet)",
         "",
     ]
+    if m.get("infra_retries"):
+        lines += [f"Infrastructure: {m['infra_retries']} sandbox jobs were run again after their "
+                  "worker was lost (a killed container, a restarted Docker daemon); none was "
+                  "scored as a failure.", ""]
     if rows:
         lines += [
             "## How sure",

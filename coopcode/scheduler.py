@@ -141,10 +141,13 @@ class _Run:
             self._loop()
         except BaseException:
             self._stop_generating()
-            raise
-        finally:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            # Leave now (Ctrl-C, a sandbox gone for good): a job still waiting for a sandbox
+            # worker ends when the sandbox is closed on the way out.
+            self.pool.shutdown(wait=False, cancel_futures=True)
             self.stats.wall = time.time() - started
+            raise
+        self.pool.shutdown(wait=True)
+        self.stats.wall = time.time() - started
         return self.stats
 
     # -- the loop ---------------------------------------------------------------------------

@@ -140,6 +140,7 @@ def solve(
         "reward": resolve_reward(config.reward, config.scheme).name,
     }
     emit(Started(job="solve", total=config.n, meta=meta))
+    retries_before = int(getattr(sandbox, "infra_retries", 0))
 
     def on_delta(state: SampleState, role: str, turn: int, text: str, tokens: int) -> None:
         emit(TokenDelta(task_id=problem.task_id, agent=role, sample=state.sample, turn=turn,
@@ -176,6 +177,7 @@ def solve(
         emit(Finished(job="solve", summary={"passed": False, "cancelled": True,
                                             "seconds": round(result.seconds, 2)}))
         return result
+    meta["infra_retries"] = int(getattr(sandbox, "infra_retries", 0)) - retries_before
     result = SolveResult(problem, attempts, time.time() - started, meta)
     emit(Finished(job="solve", summary={"passed": result.passed, "best_sample": result.best.sample,
                                         "seconds": round(result.seconds, 2)}))

@@ -114,6 +114,22 @@ class DockerSandbox(WorkerPool):
         super().__init__(workers or os.cpu_count() or 1, self._start)
         self.start()
 
+    def healthy(self) -> bool:
+        """Whether the daemon answers a ping (within 5 s)."""
+        import docker
+
+        try:
+            return bool(docker.from_env(version=self.client.api.api_version, timeout=5).ping())
+        except Exception:
+            return False
+
+    def down_message(self) -> str:
+        if self.healthy():
+            return super().down_message()
+        return (f"the Docker daemon stopped answering ({self.last_error}) and was not back "
+                f"within {self.recovery_s:.0f} s: start it again (dockerd, or systemctl start "
+                "docker), then rerun to resume; what was scored is kept")
+
     def _host_config(self, api: Any) -> Any:
         import docker
 

@@ -2,6 +2,16 @@
 
 A worker that dies, hangs or reports itself dirty after a job is replaced (in the
 background), so the pool never hands out a worker with leftovers of a previous job.
+
+An infrastructure failure is never a verdict. A job whose worker was lost (its container
+killed, its process gone, the Docker daemon stopped) runs again on a fresh worker, up to
+MAX_ATTEMPTS times (each re-run counted in `infra_retries`). A replacement that cannot start
+(the daemon is down) is retried with backoff for up to `recovery_s` seconds while jobs wait
+for a worker; once the backend answers again the pool refills and the jobs go on. Only when
+it does not come back within that time does the pool raise `SandboxUnavailable`, one line
+naming what is down, and the run stops (keeping what it scored; a rerun resumes). A job that
+loses every worker it is given while the backend is healthy is the program's doing (it
+kills its sandbox): that one is an `error` verdict, as before.
 """
 
 from __future__ import annotations
@@ -24,6 +34,11 @@ from sandbox.worker import Worker, WorkerLost
 
 HOST_GRACE = 30.0  # seconds beyond a job's wall-clock cap before the host gives up on a worker
 START_TIMEOUT = 60.0
+# How long a pool waits for its backend to come back (a Docker daemon restarting takes
+# seconds; a host reboot is longer than a run should hang).
+RECOVERY_S = 120.0
+MAX_ATTEMPTS = 4  # runs of one job on fresh workers before a healthy backend blames the program
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0)  # between attempts to start a replacement (then the last)
 
 
 def job_message(job: Job, job_id: int) -> dict[str, Any]:
@@ -62,6 +77,9 @@ class WorkerPool:
         self._ids = itertools.count(1)
         self.last_error = ""
         self.replaced = 0
+        self.infra_retries = 0  # jobs re-run because their worker was lost
+        self.recovery_s = RECOVERY_S
+        self._down_since: float | None = None  # replacements have failed to start since
         self.start_seconds = 0.0
         self._owner_pid = os.getpid()
         _register(self)
@@ -86,22 +104,52 @@ class WorkerPool:
                 return False
             if not reserved:
                 self._live += 1
+        if self._start_reserved(slot):
+            return True
+        with self._cond:
+            self._live -= 1
+            self._cond.notify_all()
+        return False
+
+    def _start_reserved(self, slot: int) -> bool:
+        """Start a worker into a slot `_live` already counts (False: not started; the slot
+        stays counted for the caller to retry or give up)."""
         try:
             worker = self._start_worker(slot)
         except Exception as e:
             self.last_error = str(e).splitlines()[0] if str(e) else type(e).__name__
-            with self._cond:
-                self._live -= 1
-                self._cond.notify_all()
             return False
         with self._cond:
-            if self._closed:
-                worker.close()
-                return False
-            self._all.add(worker)
-            self._idle.append(worker)
-            self._cond.notify()
-        return True
+            closed = self._closed
+            if not closed:
+                self._all.add(worker)
+                self._idle.append(worker)
+                self._down_since = None
+                self._cond.notify()
+        if closed:
+            _quietly(worker.close)
+        return not closed
+
+    def _restart(self, slot: int) -> None:
+        """Start a replacement into a reserved slot, retrying with backoff while the backend
+        is down, for up to `recovery_s` since starts began to fail; then give the slot up."""
+        for attempt in itertools.count():
+            with self._cond:
+                if self._closed:
+                    self._live -= 1
+                    self._cond.notify_all()
+                    return
+            if self._start_reserved(slot):
+                return
+            with self._cond:
+                now = time.monotonic()
+                if self._down_since is None:
+                    self._down_since = now
+                if now - self._down_since > self.recovery_s:
+                    self._live -= 1
+                    self._cond.notify_all()  # jobs waiting for a worker see the slot gone
+                    return
+                self._cond.wait(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
 
     def close(self) -> None:
         with self._cond:
@@ -113,10 +161,7 @@ class WorkerPool:
         if os.getpid() != self._owner_pid:
             return  # a forked copy of the pool: the workers are the parent's to stop
         for w in workers:
-            try:
-                w.close()
-            except Exception:
-                pass
+            _quietly(w.close)
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -134,9 +179,18 @@ class WorkerPool:
                 if self._idle:
                     return self._idle.pop()
                 if self._live == 0:
-                    raise SandboxUnavailable(
-                        f"{self.name} sandbox has no working worker ({self.last_error})")
+                    raise SandboxUnavailable(self.down_message())
                 self._cond.wait()
+
+    def down_message(self) -> str:
+        """One line: the backend cannot start workers (what is down, what to do)."""
+        waited = f" for {self.recovery_s:.0f} s" if self._down_since is not None else ""
+        return (f"the {self.name} sandbox could not start a worker{waited} ({self.last_error}): "
+                "what was scored is kept; rerun to resume once it works again")
+
+    def healthy(self) -> bool:
+        """Whether the backend itself answers (a lost worker was then the program's doing)."""
+        return True
 
     def _release(self, worker: Worker) -> None:
         with self._cond:
@@ -156,9 +210,9 @@ class WorkerPool:
             self.replaced += 1
 
         def swap() -> None:
-            worker.close()
+            _quietly(worker.close)  # the backend may be down: closing then fails, harmlessly
             if not closed:  # the replacement takes the slot and the place in `_live`
-                self._try_start(worker.slot, reserved=True)
+                self._restart(worker.slot)
 
         threading.Thread(target=swap, daemon=True).start()
 
@@ -171,7 +225,10 @@ class WorkerPool:
             return Verdict(status=SANDBOX_ERROR, backend=self.name, detail=str(e))
         timeout = wall_cap(job.timeout) + HOST_GRACE
         lost = ""
-        for _attempt in range(2):  # a worker lost once may be bad luck; twice is the program
+        for attempt in range(MAX_ATTEMPTS):
+            if attempt:
+                with self._cond:
+                    self.infra_retries += 1
             worker = self._acquire()
             try:
                 reply = worker.request(msg, timeout)
@@ -188,8 +245,11 @@ class WorkerPool:
                 self.last_error = f"{worker.name} was dirty: {reply.get('reason')}"
                 self._replace(worker)
             return self._verdict(reply, worker)
+        if not self.healthy():
+            raise SandboxUnavailable(self.down_message())
         return Verdict(status=ERROR, backend=self.name,
-                       detail=f"the sandbox worker died twice running this program ({lost})")
+                       detail=f"the sandbox worker died {MAX_ATTEMPTS} times running this "
+                              f"program ({lost})")
 
     def _verdict(self, reply: dict[str, Any], worker: Worker) -> Verdict:
         d = dict(reply.get("verdict") or {})
@@ -219,18 +279,33 @@ class WorkerPool:
             if on_result is not None:
                 on_result(i, v)
 
-        with concurrent.futures.ThreadPoolExecutor(self.size) as ex:
+        ex = concurrent.futures.ThreadPoolExecutor(self.size)
+        try:
             for f in [ex.submit(one, i) for i in range(len(jobs))]:
                 f.result()
+        except BaseException:
+            # Ctrl-C, or the backend gone for good: leave at once; what still waits for a
+            # worker ends when the pool is closed (on the way out).
+            ex.shutdown(wait=False, cancel_futures=True)
+            raise
+        ex.shutdown(wait=True)
         return [v for v in results if v is not None]
 
     def status(self) -> dict[str, Any]:
         with self._cond:
             return {"backend": self.name, "size": self.size, "live": self._live,
                     "idle": len(self._idle), "replaced": self.replaced,
+                    "infra_retries": self.infra_retries,
                     "start_seconds": round(self.start_seconds, 3),
                     "features": next(iter(self._all)).features if self._all else {},
                     "last_error": self.last_error}
+
+
+def _quietly(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except Exception:
+        pass
 
 
 # ---------------------------------------------------------------- cleanup on exit

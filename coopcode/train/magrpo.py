@@ -214,6 +214,8 @@ class MAGRPOTrainer:
             "step_seconds": done - started,
             "tokens_per_s": rstats.gen_tokens / max(rstats.gen_seconds, 1e-9),
             "peak_rss_mb": peak_rss_mb(),
+            # sandbox jobs run again because their worker was lost (never scored as failures)
+            "infra_retries": float(getattr(self.rollouts.sandbox, "infra_retries", 0)),
         })
         if torch.cuda.is_available():
             metrics["cuda_peak_mb"] = torch.cuda.max_memory_allocated() / 2**20
