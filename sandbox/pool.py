@@ -35,7 +35,8 @@ from sandbox.worker import Worker, WorkerLost
 HOST_GRACE = 30.0  # seconds beyond a job's wall-clock cap before the host gives up on a worker
 START_TIMEOUT = 60.0
 # How long a pool waits for its backend to come back (a Docker daemon restarting takes
-# seconds; a host reboot is longer than a run should hang).
+# seconds; a host reboot is longer than a run should hang). COOPCODE_SANDBOX_RECOVERY_S
+# overrides it.
 RECOVERY_S = 120.0
 MAX_ATTEMPTS = 4  # runs of one job on fresh workers before a healthy backend blames the program
 BACKOFF_S = (0.5, 1.0, 2.0, 4.0)  # between attempts to start a replacement (then the last)
@@ -78,7 +79,7 @@ class WorkerPool:
         self.last_error = ""
         self.replaced = 0
         self.infra_retries = 0  # jobs re-run because their worker was lost
-        self.recovery_s = RECOVERY_S
+        self.recovery_s = float(os.environ.get("COOPCODE_SANDBOX_RECOVERY_S", RECOVERY_S))
         self._down_since: float | None = None  # replacements have failed to start since
         self.start_seconds = 0.0
         self._owner_pid = os.getpid()
