@@ -70,6 +70,9 @@ def _warn(message: str) -> None:
 
 
 def _progress(message: str) -> None:
+    if message.startswith("warning:"):  # an engine's warning (a replica that stopped answering)
+        _warn(message)
+        return
     err.print(f"[dim]{message}[/]", highlight=False)
 
 

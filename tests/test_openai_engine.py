@@ -166,6 +166,31 @@ def test_a_server_killed_mid_bench_gives_one_line_and_the_rerun_resumes(
     assert len(keys) == len(set(keys)) == 6
 
 
+def test_one_of_two_replicas_killed_mid_bench_the_run_carries_on_with_the_other(
+        vllm_server: Any, tmp_path: Path, cli_env: dict[str, str]) -> None:
+    target = vllm_server.url.removesuffix("/v1")
+    doomed, survivor = FaultProxy(target), FaultProxy(target)
+    out = tmp_path / "run"
+    argv = _bench(doomed.url, out, "--events", "jsonl") + ["--base-url", survivor.url]
+    bench = subprocess.Popen(argv, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=REPO)
+    try:
+        assert bench.stdout is not None
+        for line in bench.stdout:
+            if json.loads(line)["type"] == "verdict":
+                break
+        doomed.kill()  # one replica dies with samples in flight; the other stays
+        _rest, err = bench.communicate(timeout=900)
+    finally:
+        survivor.kill()
+    assert bench.returncode == 0, err[-3000:]
+    assert err.count("stopped answering") == 1, err  # said once
+    assert str(doomed.port) in err and "go to the other replicas" in err
+    lines = (out / "samples.jsonl").read_text().splitlines()
+    keys = [(r["scheme"], r["task_id"], r["sample"]) for r in map(json.loads, lines)]
+    assert len(keys) == len(set(keys)) == 6  # none lost, none doubled
+
+
 def test_bench_through_the_server_writes_what_the_local_engine_writes(
         vllm_server: Any, tmp_path: Path, cli_env: dict[str, str], tiny_model_dir: Path) -> None:
     served = subprocess.run(_bench(vllm_server.url, tmp_path / "served", "--limit", "1"),

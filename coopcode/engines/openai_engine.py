@@ -12,7 +12,9 @@ Several base URLs (replicas of one model) share the load: each sample goes to th
 with the fewest requests in flight, at most `max_inflight` per replica. The official SDK
 retries connection errors, 429 and 5xx with exponential backoff and jitter; a stream that
 breaks after it began is retried here from the start (the same seed gives the same sample).
-When a server stays unreachable, the error names it in one line; a bench rerun resumes.
+A replica that stops answering while others still do is dropped for the rest of the run:
+its requests are sent again to the others, and the run says so once. When the last server
+stays unreachable, the error names it in one line; a bench rerun resumes.
 
 Agents map to served model names: the helper's adapter is `helper_model` (for `vllm serve
 --enable-lora --lora-modules helper=... main=...`, the name given there), the main agent's
@@ -67,6 +69,7 @@ class _Replica:
     def __init__(self, base_url: str, client: Any) -> None:
         self.base_url, self.client = base_url, client
         self.inflight = 0
+        self.down = ""  # why it stopped answering ("" while it answers)
 
 
 class OpenAIEngine(Engine):
@@ -93,6 +96,7 @@ class OpenAIEngine(Engine):
         if not base_urls:
             raise UserError("--engine openai needs --base-url URL (e.g. http://127.0.0.1:8000/v1)")
         say = progress or (lambda _m: None)
+        self._say = say
         key = "EMPTY"  # vLLM and llama.cpp accept anything unless started with a key
         if api_key_env:
             key = os.environ.get(api_key_env, "")
@@ -242,11 +246,30 @@ class OpenAIEngine(Engine):
     def _acquire(self) -> _Replica:
         with self._free:
             while True:
-                replica = min(self.replicas, key=lambda r: r.inflight)
+                alive = [r for r in self.replicas if not r.down]
+                if not alive:  # the last one went down while this sample waited
+                    last = self.replicas[-1]
+                    raise ServerError(f"every server stopped answering (the last: {last.base_url}, "
+                                      f"{last.down}); rerun to resume once one is back")
+                replica = min(alive, key=lambda r: r.inflight)
                 if replica.inflight < self.max_inflight:
                     replica.inflight += 1
                     return replica
                 self._free.wait()
+
+    def _drop(self, replica: _Replica, why: str) -> bool:
+        """Take a replica that stopped answering out of the run, if another still answers
+        (True: send the sample elsewhere). Said once per replica."""
+        with self._free:
+            if replica.down:
+                return True
+            if not any(r is not replica and not r.down for r in self.replicas):
+                return False
+            replica.down = why
+            self._free.notify_all()
+        self._say(f"warning: the server at {replica.base_url} stopped answering ({why}): its "
+                  "requests go to the other replicas for the rest of the run")
+        return True
 
     def _release(self, replica: _Replica) -> None:
         with self._free:
@@ -267,15 +290,19 @@ class OpenAIEngine(Engine):
             try:
                 return self._stream(replica, sub, i)
             except _StreamBroke as e:
+                if self._drop(replica, str(e)):
+                    continue  # sent again, to a replica that answers
                 broke += 1
                 if broke > self.max_retries:
                     raise ServerError(f"the server at {replica.base_url} keeps breaking off streams "
                                       f"({e}); rerun to resume once it is back") from None
                 time.sleep(min(8.0, 0.5 * 2 ** broke) * (1 - 0.25 * random.random()))
             except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError) as e:
-                raise ServerError(
-                    f"the server at {replica.base_url} keeps failing ({type(e).__name__}: "
-                    f"{str(e).splitlines()[0][:120]}); rerun to resume once it is back") from None
+                why = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+                if isinstance(e, openai.APIConnectionError) and self._drop(replica, why):
+                    continue
+                raise ServerError(f"the server at {replica.base_url} keeps failing ({why}); "
+                                  "rerun to resume once it is back") from None
             except openai.APIStatusError as e:
                 raise ServerError(f"{replica.base_url} refused a request ({e.status_code}: "
                                   f"{str(e).splitlines()[0][:160]})") from None
