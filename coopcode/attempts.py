@@ -7,17 +7,12 @@ wrote in one turn. Both serialise to the records of `samples.jsonl`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from coopcode.code import Program, defines
 from coopcode.rewards import RewardBreakdown
 from sandbox import Verdict
-
-# (agent role, sample index, turn, text delta, tokens the model sampled for it: 0 for the
-# code the prompt pre-filled)
-AgentDelta = Callable[[str, int, int, str, int], None]
 
 
 @dataclass

@@ -130,8 +130,7 @@ def read_frame(fd: int, reader: FrameReader | None = None) -> Any:
 # ---------------------------------------------------------------- plain-data codec
 
 # Encoded form: JSON null/bool/str/float/small int/array(list) as themselves; everything
-# else is a one-key object {tag: payload}.
-_TAGS = ("i", "t", "s", "f", "d", "b", "ba", "c", "r", "it")
+# else is a one-key object {tag: payload}, the tags being i, t, s, f, d, b, ba, c, r, it.
 
 
 def encode_value(value: Any) -> Any:
