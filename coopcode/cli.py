@@ -222,6 +222,7 @@ def bench(
     from coopcode.inputs import check_at_least, check_output_folder
     from coopcode.problems import load_problems
     from coopcode.render import BenchProgress, LogPrinter, bench_table
+    from coopcode.rewards import format_terms
     from coopcode.run_lock import RunLock
     from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
 
@@ -251,6 +252,9 @@ def bench(
         print(json.dumps(summary.to_dict(), default=str))
     elif events is None:
         out.print(bench_table(summary.to_dict()))
+        for row in summary.rows:  # the reward, as named (--reward) and term by term
+            out.print(f"{row['method']}: mean reward ({row['reward']}) {row['mean_reward']:.3f} = "
+                      f"{format_terms(row['reward_terms'], 3)}", highlight=False)
         out.print(f"[dim]results: {folder}/samples.jsonl, report: {folder}/report.md, "
                   f"wall time {summary.meta['wall_seconds'] / 60:.1f} min[/]")
 
