@@ -68,3 +68,45 @@ def test_a_run_sampled_by_vllm_serve_updates_its_adapters_and_they_load_in_solve
     assert done.returncode in (0, 1), done.stderr[-2000:]
     assert json.loads(done.stdout)["meta"]["helper_adapter"] == "helper"
     engine.close()
+
+
+def test_a_rollout_server_killed_mid_run_stops_at_a_step_boundary_and_resume_continues(
+        training_server: Any, tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """The server sampling the rollouts dies mid-step: the step in progress is dropped (no
+    half-step is saved), the run stops with one line naming the server, and `--resume` (the
+    server back) continues to the end with every step once."""
+    from vllm_env import FaultProxy
+
+    proxy = FaultProxy(training_server.url.removesuffix("/v1"))
+    out = tmp_path / "run"
+    argv = [sys.executable, "-m", "coopcode", "train", "--rollout-engine", "openai",
+            "--rollout-base-url", proxy.url, "--steps", "3", "-G", "2", "--max-new-tokens", "32",
+            "--lora-rank", "8", "--warmup-steps", "0", "--save-every", "1", "--limit", "3",
+            "--sandbox", "process", "--out", str(out)]
+    run = subprocess.Popen([*argv, "--events", "jsonl"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, env=cli_env, cwd=REPO)
+    try:
+        assert run.stdout is not None
+        for line in run.stdout:
+            event = json.loads(line)
+            if event["type"] == "log" and "checkpoint step 1" in event["message"]:
+                break
+        proxy.kill()  # step 2 is sampling (or about to): its server is gone
+        _rest, err = run.communicate(timeout=900)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    errors = [x for x in err.splitlines() if x.startswith("error:")]
+    assert run.returncode == 2 and len(errors) == 1, err[-3000:]
+    assert str(proxy.port) in errors[0] and "Traceback" not in err
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["step"] == 1  # the step in progress was dropped, not half-saved
+    proxy.start()
+    try:
+        again = subprocess.run([*argv, "--resume"], capture_output=True, text=True, timeout=1800,
+                               env=cli_env, cwd=REPO)
+    finally:
+        proxy.kill()
+    assert again.returncode == 0, again.stderr[-3000:]
+    steps = [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3]
