@@ -83,6 +83,9 @@ def test_killed_workers_are_replaced_and_their_jobs_run_again(backend: str,
         verdicts = pool.run_many(jobs)
         thread.join()
         assert kills[0] >= 3
+        print(f"{backend}: {kills[0]} workers killed under {len(jobs)} jobs, "
+              f"{pool.infra_retries} jobs re-run, "
+              f"{sum(v.status != 'passed' for v in verdicts)} wrong verdicts")
         assert [v.status for v in verdicts] == ["passed"] * len(jobs)  # not one wrong verdict
         assert pool.infra_retries >= 1 and pool.status()["infra_retries"] == pool.infra_retries
     finally:
@@ -100,6 +103,9 @@ def test_a_backend_down_for_a_while_costs_waiting_not_verdicts(humaneval: dict[s
         threading.Timer(2.0, outage.down.clear).start()  # ...and comes back 2 s later
         started = time.monotonic()
         verdicts = pool.run_many(jobs)
+        print(f"a 2 s outage under {len(jobs)} jobs: {outage.refused} starts refused, "
+              f"{pool.infra_retries} jobs re-run, done {time.monotonic() - started:.1f} s after "
+              f"it began, {sum(v.status != 'passed' for v in verdicts)} wrong verdicts")
         assert [v.status for v in verdicts] == ["passed"] * len(jobs)
         assert outage.refused >= 2  # replacements were refused, then retried with backoff
         assert time.monotonic() - started >= 1.5  # the jobs waited for the backend
