@@ -94,7 +94,7 @@ def bench_records(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
 
 def rollout_trees(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
     from coopcode.problems import load_problems
-    from coopcode.rewards import REWARDS
+    from coopcode.rewards import resolve_reward
     from coopcode.train.config import TrainConfig
     from coopcode.train.rollout import ExecutionScorer, RolloutBuilder
 
@@ -106,7 +106,8 @@ def rollout_trees(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
         for turns in (1, 2):
             cfg = TrainConfig(algo=algo, scheme=scheme, joint=joint, group_size=2, turns=turns,
                               seed=7)
-            scorer = ExecutionScorer(sandbox, REWARDS[algo], cfg.timeout)
+            scorer = ExecutionScorer(sandbox, resolve_reward(cfg.reward, cfg.collab_scheme),
+                                     cfg.timeout, scheme=cfg.collab_scheme)
             builder = RolloutBuilder(engine_factory(), cfg, scorer, sandbox)
             roots, _ = builder.run(problems, step=2)
             out[f"{algo}/{scheme}/{joint}/{turns}"] = [
