@@ -273,7 +273,7 @@ def _post_processed(an: _Analysis, call: ast.Call, fallbacks: set[ast.AST]) -> b
         return False
     if isinstance(up, ast.Expr):  # result dropped: main goes on with its own statements
         stmts = [s for r in an.roots for s in ast.walk(r) if isinstance(s, ast.stmt)
-                 and not isinstance(s, _FUNCS | ast.Import | ast.ImportFrom)]
+                 and not isinstance(s, (*_FUNCS, ast.Import, ast.ImportFrom))]
         return len(stmts) > 1
     if isinstance(up, ast.Assign | ast.AnnAssign | ast.NamedExpr):
         targets = up.targets if isinstance(up, ast.Assign) else [up.target]

@@ -260,3 +260,10 @@ def test_rates_count_each_program_once_per_pattern() -> None:
     rates = pattern_rates([["wrapper"], ["coordinator", "decorator"], ["decorator"], []])
     assert rates["decorator"] == 0.5 and rates["wrapper"] == 0.25 and rates["fallback"] == 0.0
     assert pattern_rates([]) == {}
+
+
+def test_a_bare_call_beside_mains_own_statements_is_classified() -> None:
+    """A call whose value main drops, beside statements of its own (a coop-trained main wrote
+    this): classified, not a crash (the statement filter once or-ed a tuple with a type)."""
+    main = "def f(xs):\n    aux(xs)\n    total = sum(xs)\n    return total\n"
+    assert classify_cooperation(AUX_SUM, main, "f") == ["decorator"]
