@@ -74,7 +74,7 @@ def test_the_default_reward_follows_the_number_of_agents() -> None:
     assert resolve_reward(None, "sequential").name == "seed"
     assert resolve_reward("coop", "sequential").name == "coop"
     assert list(REWARDS)[:2] == ["seed", "seed-grpo"]
-    with pytest.raises(UserError, match="unknown reward 'nope' for --reward: use one of seed, seed-grpo, coop, coop-strict"):
+    with pytest.raises(UserError, match="unknown reward 'nope' for --reward: use one of seed, seed-grpo, coop"):
         get_reward("nope")
 
 
@@ -189,16 +189,3 @@ def test_use_is_counted_per_call_site() -> None:
     use = analyse_use(HELPER, "def f(xs):\n    a = aux(xs)\n    aux(xs)\n    return a + aux([1])\n", "f")
     assert (use.used, use.discarded) == (2, 1)
     assert use.live == ("aux",) and use.entry_returns and use.helper_returns
-
-
-def test_coop_strict_pays_no_bonus_for_a_wrapper() -> None:
-    def strict(main: str) -> dict[str, float]:
-        inp = RewardInput(verdict=PASS_ALL, main_code=main, helper_code=HELPER, entry_point="f")
-        return get_reward("coop-strict")(inp).to_dict()
-
-    wrapper = strict("def f(xs):\n    return aux(xs)\n")
-    assert (wrapper["uses"], wrapper["beyond_wrapper"], wrapper["total"]) == (0.0, 0.0, 2.5)
-    alone = strict("def f(xs):\n    return [x for x in xs if x > 0]\n")
-    assert alone["total"] == wrapper["total"]  # a wrapper scores what working alone scores
-    real = "def f(xs):\n    if not xs:\n        return 0\n    return sum(aux(xs)) * 2\n"
-    assert strict(real) == coop(real)  # real use: exactly coop's

@@ -137,7 +137,7 @@ def test_bench_and_solve_record_the_named_reward(tmp_path: Path, tiny_model_dir:
 ])
 def test_an_unknown_reward_is_refused_in_one_line(command: tuple[str, ...]) -> None:
     assert_refused(coopcode(*command), "unknown reward 'nope' for --reward: use one of seed, "
-                                       "seed-grpo, coop, coop-strict")
+                                       "seed-grpo, coop")
 
 
 def test_train_on_the_coop_reward_records_it_and_logs_its_terms(tmp_path: Path,

@@ -8,7 +8,6 @@ their total). `get_reward(name)` finds one; `REWARDS` lists them. Shipped:
 - `seed-grpo`: the seed paper's GRPO reward (the default for one agent), same module
 - `coop`: the MAGRPO authors' levels and cooperation terms, from the syntax tree,
   `coopcode.rewards.coop`
-- `coop-strict`: `coop` without the bonus for a thin wrapper, `coopcode.rewards.coop_strict`
 
 A new reward is a module here with a function decorated by `@register(name, terms, summary)`,
 imported below.
@@ -18,7 +17,6 @@ imported below.
 # order lists and forms show).
 from coopcode.rewards import seed  # noqa: I001, F401
 from coopcode.rewards import coop  # noqa: F401
-from coopcode.rewards import coop_strict  # noqa: F401
 from coopcode.rewards.base import (
     REWARDS,
     Reward,
