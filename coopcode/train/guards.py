@@ -8,8 +8,9 @@ Four failures that a rising reward hides (each seen in a committed run):
   mean length (from at least 32 tokens): usually a policy that found a short answer the
   reward pays as much as a real one.
 - `reward-without-passes`: the mean reward rose (by at least 0.1 and 15% of where it
-  started) while the pass rate did not (up by less than 5 points): a shaped term is being
-  learned instead of the tests. Names the terms that rose.
+  started) while the pass rate did not (up by less than 5 points), or the `tests` term gave
+  less than a quarter of the rise: a shaped term is being learned instead of the tests.
+  Names the terms that rose.
 - `truncation`: at least 20% of a window's completions stopped at the token budget: the
   reward then scores code that was cut off, and the budget (`--max-new-tokens`) is too
   small for what the agents write.
@@ -122,19 +123,24 @@ def _reward_without_passes(history: Sequence[Mapping[str, Any]], w: int) -> list
     (first, last), (pfirst, plast) = ends, pass_ends
     start, end = _mean(first), _mean(last)
     rise, pass_rise = end - start, _mean(plast) - _mean(pfirst)
-    if rise < max(0.1, 0.15 * abs(start)) or pass_rise >= 0.05:
+    if rise < max(0.1, 0.15 * abs(start)):
         return []
     terms = {}
     for key in term_keys(history):
         t_ends = _ends(_values(history, key), w)
         if t_ends is not None:
             terms[key.split("/", 1)[1]] = _mean(t_ends[1]) - _mean(t_ends[0])
+    tests_share = terms["tests"] / rise if "tests" in terms else None
+    if pass_rise >= 0.05 and (tests_share is None or tests_share >= 0.25):
+        return []
     rose = ", ".join(f"{k} {v:+.2f}" for k, v in sorted(terms.items(), key=lambda kv: -kv[1])
                      if v > 0.01)
+    share = (f" ({tests_share:.0%} of the rise from the tests)"
+             if tests_share is not None else "")
     return [CollapseWarning(
         "reward-without-passes",
         f"the reward rose from {start:.2f} ({_span(first)}) to {end:.2f} ({_span(last)}) while "
-        f"the pass rate went {_mean(pfirst):.0%} -> {_mean(plast):.0%}"
+        f"the pass rate went {_mean(pfirst):.0%} -> {_mean(plast):.0%}{share}"
         + (f"; the rise came from {rose}" if rose else ""),
         (first[0][0], last[-1][0]),
         {"reward_start": round(start, 4), "reward_end": round(end, 4),

@@ -73,6 +73,22 @@ def test_a_reward_that_rises_without_the_pass_rate_warns_with_the_terms_that_ros
                            "pass_rate": lambda s: 0.1 + 0.01 * s})) == []
 
 
+def test_a_rise_the_tests_term_hardly_explains_warns_even_if_the_pass_rate_moved() -> None:
+    """The coop seed-0 run's shape: the pass rate up a few points, the reward up far more,
+    nearly all of it from the cooperation terms."""
+    series = {**HEALTHY, "pass_rate": lambda s: 0.15 + 0.002 * s,
+              "reward__mean": lambda s: 1.6 + 0.03 * s, "reward__tests": lambda s: 0.3 + 0.003 * s,
+              "reward__beyond_wrapper": lambda s: 0.027 * s}
+    (warning,) = collapse_warnings(stream(**series))
+    assert warning.kind == "reward-without-passes"
+    assert "(10% of the rise from the tests)" in warning.message
+    assert "the rise came from beyond_wrapper +0.81, tests +0.09" in warning.message
+    # When the tests term carries the rise, the same numbers are learning.
+    learning = {**series, "reward__tests": lambda s: 0.3 + 0.02 * s,
+                "reward__beyond_wrapper": lambda s: 0.01 * s}
+    assert kinds(stream(**learning)) == []
+
+
 def test_truncation_at_the_budget_warns_once_where_it_was_worst() -> None:
     history = stream(**{**HEALTHY, "truncated_rate": lambda s: 0.5 if 20 < s <= 30 else 0.0})
     (warning,) = collapse_warnings(history, budget=192)
