@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -167,6 +168,16 @@ class OpenAIEngine(Engine):
     def adapters(self) -> dict[str, str]:
         return dict(self._adapters)
 
+    def _served_names(self) -> set[str]:
+        """Every model name the replicas serve now (base and adapters)."""
+        names: set[str] = set()
+        for replica in self.replicas:
+            try:
+                names |= {m.id for m in replica.client.with_options(max_retries=1, timeout=30).models.list()}
+            except Exception:  # noqa: BLE001 - a replica that does not answer is found later
+                continue
+        return names
+
     def load_adapter(self, name: str, path: str) -> None:
         """Serve the adapter at `path` as agent `name`: loaded on every replica under a new
         served name (vLLM's runtime LoRA loading: start `vllm serve` with
@@ -174,7 +185,14 @@ class OpenAIEngine(Engine):
         the previous version is unloaded. A trainer calls this after each optimizer step."""
         import httpx2 as httpx
 
-        version = self._versions.get(name, 0) + 1
+        if name in self._versions:
+            version = self._versions[name] + 1
+        else:
+            # A server outlives a run: a resumed (or another) run must not ask for a served
+            # name an earlier process loaded, which vLLM refuses ("already been loaded").
+            taken = [int(m.group(1)) for n in self._served_names()
+                     if (m := re.fullmatch(rf"{re.escape(name)}-v(\d+)", n))]
+            version = max(taken, default=0) + 1
         served = f"{name}-v{version}"
         folder = str(Path(path).resolve())
         for replica in self.replicas:
