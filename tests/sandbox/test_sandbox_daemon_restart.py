@@ -21,7 +21,7 @@ from sandbox_helpers import docker_or_skip
 pytestmark = pytest.mark.docker
 
 REPO = Path(__file__).resolve().parents[2]
-COPIES = 4  # 656 jobs: the run lasts long enough (~15 s) for the daemon to go mid-run
+COPIES = 20  # 3,280 jobs (as in the issue's trial): the daemon goes well before the run ends
 
 
 def _dockerd() -> tuple[int, list[str]] | None:
@@ -97,10 +97,22 @@ def _evaluate(samples: Path, out: Path, env: dict[str, str]) -> subprocess.Popen
                             cwd=REPO)
 
 
-def _wait_for_progress(proc: subprocess.Popen[str], seconds: float = 4.0) -> None:
-    """Let the run get going (its pool up, jobs flowing) before the daemon goes."""
-    time.sleep(seconds)
-    assert proc.poll() is None, proc.communicate()
+def _wait_for_progress(proc: subprocess.Popen[str], timeout: float = 120.0) -> None:
+    """Wait until the run's pool is up (a container labelled with its pid runs) and let jobs
+    flow for a second, then let the daemon go. (A fixed sleep was not enough: on an idle
+    machine a short run finished before the daemon went.)"""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        owners = subprocess.run(["docker", "ps", "--format",
+                                 '{{.Label "coopcode.sandbox.owner"}}'],
+                                capture_output=True, text=True).stdout.split()
+        if any(f":{proc.pid}:" in owner for owner in owners):
+            time.sleep(1.0)
+            assert proc.poll() is None, "the run ended before the daemon could go"
+            return
+        time.sleep(0.1)
+    raise AssertionError("the run's sandbox pool never came up")
 
 
 def test_the_daemon_restarting_mid_run_costs_no_verdict(daemon: Daemon, canonical: Path,
