@@ -39,7 +39,7 @@ demo: image model
 	$(COOP) solve examples/below_zero.py || test $$? -eq 1
 
 test: image model tools vllm-env
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests --durations=30
 
 test-fast: setup
 	$(PY) -m pytest -q tests -m "not slow and not model"

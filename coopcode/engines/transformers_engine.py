@@ -32,7 +32,13 @@ from coopcode.models import ResolvedModel, resolve_model
 
 
 def cpu_has_bf16() -> bool:
-    """bf16 is 2-3x faster than fp32 for generation on CPUs with native bf16 instructions."""
+    """bf16 is 2-3x faster than fp32 for generation on CPUs with native bf16 instructions
+    (and torch allowed to use them: `ATEN_CPU_CAPABILITY=avx2` makes an AVX-512 machine run
+    as an AVX2-only one, bf16 emulated)."""
+    import torch
+
+    if not torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+        return False
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
