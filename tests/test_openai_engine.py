@@ -163,6 +163,8 @@ def test_a_server_killed_mid_bench_gives_one_line_and_the_rerun_resumes(
         proxy.kill()
     lines = (out / "samples.jsonl").read_text().splitlines()
     keys = [(r["scheme"], r["task_id"], r["sample"]) for r in map(json.loads, lines)]
+    print(f"server killed mid-bench: {before} of 6 samples kept, the rerun wrote "
+          f"{len(lines) - before}; {len(set(keys))} distinct keys")
     assert len(keys) == len(set(keys)) == 6
 
 
@@ -188,6 +190,8 @@ def test_one_of_two_replicas_killed_mid_bench_the_run_carries_on_with_the_other(
     assert str(doomed.port) in err and "go to the other replicas" in err
     lines = (out / "samples.jsonl").read_text().splitlines()
     keys = [(r["scheme"], r["task_id"], r["sample"]) for r in map(json.loads, lines)]
+    print(f"one of two replicas killed mid-bench: {len(set(keys))} of 6 samples, "
+          f"{err.count('stopped answering')} warning")
     assert len(keys) == len(set(keys)) == 6  # none lost, none doubled
 
 
