@@ -523,8 +523,12 @@ def main() -> None:
     clicks = importlib.import_module(typer.BadParameter.__module__)
     no_args_is_help = getattr(clicks, "NoArgsIsHelpError", ())  # click >= 8.2
     aborts = (typer.Abort, getattr(clicks, "Abort", typer.Abort))
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _note_interrupt)
     try:
         code = app(standalone_mode=False, prog_name="coopcode")
+        if code == 130 and _INTERRUPTED:  # typer turns Ctrl+C into exit code 130, silently
+            raise KeyboardInterrupt
     except no_args_is_help as e:
         # `coopcode` or `coopcode models` alone: the help (already printed) is the answer.
         if e.format_message().strip() not in ("", "None"):
@@ -553,6 +557,16 @@ def main() -> None:
         _silence_stdout()
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+_INTERRUPTED = False
+
+
+def _note_interrupt(signum: int, frame: Any) -> None:
+    """Ctrl+C: remembered (typer hands it back only as exit code 130), then as usual."""
+    global _INTERRUPTED
+    _INTERRUPTED = True
+    signal.default_int_handler(signum, frame)
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:

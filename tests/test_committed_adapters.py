@@ -42,7 +42,7 @@ def test_solve_loads_the_committed_adapters(run: str, cli_env: dict[str, str]) -
         args = ["--scheme", "single", "--main-adapter", folder]
     else:
         args = ["--helper-adapter", folder, "--main-adapter", folder]
-    done = coopcode("solve", "examples/below_zero.py", *args, "--max-new-tokens", "48", "--json",
+    done = coopcode("solve", "examples/below_zero.py", *args, "--max-new-tokens", "8", "--json",
                     env=cli_env, timeout=600)
     assert done.returncode in (0, 1), done.stderr[-2000:]  # 1: the program failed a test
     data = json.loads(done.stdout)

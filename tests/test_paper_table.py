@@ -76,6 +76,22 @@ def test_the_coop_table_is_what_its_summaries_give(cli_env: dict[str, str]) -> N
     assert done.stdout == pt.render_markdown(table)
     compared = {(c["row"], c["against"]) for c in table["other_comparisons"]}
     assert {("magrpo-seed1", "pair"), ("magrpo-seed1", "grpo")} <= compared
+    for key in ("magrpo-coop", "magrpo-coop-seed1"):  # the coop runs, paired with all four
+        assert {(key, against) for against in ("pair", "grpo", "magrpo", "magrpo-seed1")} \
+            <= compared
+    # BENCHMARKS.md has every line of our rows (the table, the comparisons, what the samples
+    # are, the patterns); the README the coop rows of the main table.
+    ours = [line for line in _table_lines(done.stdout)
+            if "seed 1" in line.split("|")[1] or "coop reward" in line.split("|")[1]]
+    assert len(ours) == 3 + 4 * 3 + 4 * (2 + 4 + 4) + 3 + 3
+    benchmarks = (REPO / "BENCHMARKS.md").read_text()
+    for line in ours:
+        assert line in benchmarks, line
+    main_rows = _table_lines(done.stdout.split("\n\n")[0])
+    readme = (REPO / "README.md").read_text()
+    for line in main_rows:
+        if "coop reward" in line:
+            assert line in readme, line
 
 
 def test_paired_rows_agree_with_coopcode_compare(tmp_path: Path) -> None:
