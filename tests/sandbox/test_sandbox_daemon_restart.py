@@ -103,11 +103,17 @@ def canonical(tmp_path: Path) -> Path:
     return path
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl+C as a terminal delivers it: a run started from a background job (CI, nohup)
+    inherits SIGINT ignored, and Python then keeps it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _evaluate(samples: Path, out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "coopcode", "evaluate", str(samples), "--k", "1",
                              "--sandbox", "docker", "--out", str(out), "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=REPO)
+                            cwd=REPO, preexec_fn=_as_in_a_terminal)
 
 
 def _wait_for_progress(proc: subprocess.Popen[str], timeout: float = 120.0) -> None:
