@@ -53,7 +53,7 @@ def test_a_bench_on_a_full_disk_stops_cleanly_and_resumes(small_disk: Path,
                                                           tiny_model_dir: Path) -> None:
     out = small_disk / "bench"
     args = ("bench", "--model", str(tiny_model_dir), "--problems", "humaneval:test", "--limit",
-            "12", "--n", "4", "--k", "1", "--max-new-tokens", "48", "--sandbox", "process",
+            "12", "--n", "4", "--k", "1", "--max-new-tokens", "32", "--sandbox", "process",
             "--dtype", "float32", "--out", str(out))
     done = coopcode(*args, timeout=900)
     assert_one_line_error(done, "samples.jsonl: cannot write (the disk is full)",
