@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/number_formats.py [--batches 1,32] [--steps 24] [--emulate-avx2]
 
 For each format, in one process, the model's bare decode forward over its KV cache (the
-engine's ceiling, as in decode_batch.py) at each batch size, and a teacher-forced check of
-what the format does to the model's outputs against fp32 (the reference arithmetic):
+engine's ceiling: decode_batch.py's `bare_decode_rate`) at each batch size, and a
+teacher-forced check of what the format does to the model's outputs against fp32:
 - `bf16`: weights and activations in bfloat16 (the default where the CPU has native bf16);
 - `fp32`: float32 throughout (the default elsewhere);
 - `int8-bf16`, `int8-fp32`: every Linear's weight stored as int8 with one scale per output
@@ -34,6 +34,7 @@ import time
 from typing import Any
 
 import torch
+from decode_batch import bare_decode_rate  # this folder is on sys.path
 
 FORMATS = ("bf16", "fp32", "int8-bf16", "int8-fp32")
 # torch's own kernels, oneDNN's (bf16 matrix products) and MKL's (fp32 ones) each pick their
@@ -105,23 +106,6 @@ def read_bandwidth() -> float:
     return t.numel() * 4 / best
 
 
-def decode_rate(model: Any, ids: torch.Tensor, batch: int, steps: int) -> float:
-    with torch.inference_mode():
-        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
-        cache = out.past_key_values
-        cache.batch_repeat_interleave(batch)
-        token = out.logits[:, -1].argmax(-1).repeat(batch)[:, None]
-        pos = ids.shape[1]
-        model(input_ids=token, past_key_values=cache, use_cache=True,
-              position_ids=torch.full((batch, 1), pos))  # warm-up step
-        t0 = time.perf_counter()
-        for step in range(1, steps + 1):
-            out = model(input_ids=token, past_key_values=cache, use_cache=True,
-                        position_ids=torch.full((batch, 1), pos + step))
-            cache = out.past_key_values
-        return batch * steps / (time.perf_counter() - t0)
-
-
 def teacher_forced_logits(model: Any, ids: torch.Tensor) -> torch.Tensor:
     with torch.inference_mode():
         return model(input_ids=ids).logits[0].float()
@@ -156,7 +140,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             reference = logits
         agree = float((logits.argmax(-1) == reference.argmax(-1)).float().mean())
         per_token = bytes_per_token(model)
-        rates = {b: decode_rate(model, ids, b, args.steps) for b in batches}
+        rates = {b: bare_decode_rate(model, ids, b, args.steps) for b in batches}
         result["formats"][fmt] = {
             "tok_s": rates, "bytes_per_token": per_token,
             "bandwidth_limit_tok_s": bandwidth / per_token,
@@ -193,7 +177,6 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     batches = [int(b) for b in args.batches.split(",")]
-    # keys of tok_s survive JSON as strings: compare with ints after loading
     if args.json:
         print(json.dumps(measure(args)))
         return
@@ -205,7 +188,7 @@ def main() -> None:
                 "--steps", str(args.steps)] + (["--model", args.model] if args.model else [])
         done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
         r = json.loads(done.stdout.strip().splitlines()[-1])
-        for f in r["formats"].values():
+        for f in r["formats"].values():  # JSON made the batch sizes strings
             f["tok_s"] = {int(b): v for b, v in f["tok_s"].items()}
         print(f"\n## {label}")
         report(r, batches)

@@ -103,17 +103,13 @@ def canonical(tmp_path: Path) -> Path:
     return path
 
 
-def _as_in_a_terminal() -> None:
-    """Ctrl+C as a terminal delivers it: a run started from a background job (CI, nohup)
-    inherits SIGINT ignored, and Python then keeps it ignored."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _evaluate(samples: Path, out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    # Ctrl+C must reach the run even when the suite runs from a background job (CI, nohup),
+    # which passes SIGINT on ignored: the CLI's switch for that, as the TUI's jobs use it.
     return subprocess.Popen([sys.executable, "-m", "coopcode", "evaluate", str(samples), "--k", "1",
                              "--sandbox", "docker", "--out", str(out), "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=REPO, preexec_fn=_as_in_a_terminal)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**env, "COOPCODE_DEFAULT_SIGINT": "1"}, cwd=REPO)
 
 
 def _wait_for_progress(proc: subprocess.Popen[str], timeout: float = 120.0) -> None:

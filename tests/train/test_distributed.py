@@ -54,11 +54,10 @@ def _samples(out: Path) -> dict[tuple[int, str], list]:
     return {(r["step"], r["task_id"]): r["actions"] for r in lines}
 
 
-def _same_samples(ones: list[dict], twos: list[dict], one: Path, two: Path, step: int) -> bool:
+def _same_samples(ones: list[dict], twos: list[dict], mine: dict, theirs: dict, step: int) -> bool:
     """Did the two runs sample the same at this step (as far as the logs can tell)?"""
     if round(twos[step - 1]["reward/mean"], 6) != round(ones[step - 1]["reward/mean"], 6):
         return False
-    mine, theirs = _samples(one), _samples(two)
     logged = [key for key in theirs if key[0] == step]
     return bool(logged) and all(theirs[key] == mine.get(key) for key in logged)
 
@@ -95,11 +94,12 @@ def test_two_ranks_train_what_one_rank_trains(tiny_model_dir: Path, tmp_path: Pa
     # The weights moved: the comparison is not between two untrained adapters.
     assert all(float(t.abs().max()) > 0 for role in first for k, t in first[role].items()
                if "lora_B" in k)
-    assert _same_samples(ones, twos, tmp_path / "one", tmp_path / "two", 1)
+    mine, theirs = _samples(tmp_path / "one"), _samples(tmp_path / "two")
+    assert _same_samples(ones, twos, mine, theirs, 1)
     # Later steps, while the samples agree: the updates agree too.
     compared = 1
     for step in range(2, STEPS + 1):
-        if not _same_samples(ones, twos, tmp_path / "one", tmp_path / "two", step):
+        if not _same_samples(ones, twos, mine, theirs, step):
             break  # a token flipped by rounding: from here on, two fair runs
         _assert_close(_adapters(tmp_path / "one" / states[step - 1]),
                       _adapters(tmp_path / "two" / states[step - 1]), f"step {step}")
