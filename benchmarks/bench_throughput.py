@@ -1,7 +1,7 @@
 """Bench throughput: the scheduler (many problems in flight) vs the ways we ran before.
 
     .venv/bin/python benchmarks/bench_throughput.py [--part greedy|sampled|both|vllm] [--reps 2]
-        [--max-new-tokens 384] [--max-batch 32] [--engine transformers|openai --base-url URL]
+        [--max-new-tokens 384] [--max-batch 64] [--engine transformers|openai --base-url URL]
 
 Same engine, same problems, same seeds, in one process, the two sides interleaved
 (reference, ours, reference, ours) so a noisy machine hits both alike:
@@ -118,8 +118,15 @@ def vllm_part(args: Any) -> None:
             server.stop()
         embedded = load_engine(None, "transformers", **({"max_batch": args.max_batch} if args.max_batch else {}))
         ours(embedded, sb, problems[:1], "single", 1, SamplingParams(max_new_tokens=8), None)
+        before = embedded.work_done()
         results["embedded"] = ours(embedded, sb, problems, "sequential", 10, params, concurrency)
+        work = {k: v - before[k] for k, v in embedded.work_done().items()}
         embedded.close()
+        wall = results["embedded"]["wall"]
+        print(f"embedded forwards: {work['forwards']}, prompt tokens prefilled "
+              f"{work['prompt_tokens']:,}, decode tokens {work['decode_tokens']:,}: "
+              f"{(work['prompt_tokens'] + work['decode_tokens']) / wall:.0f} tokens/s through "
+              "the model in all")
     for name, r in results.items():
         print(show(name, r))
     rate = {k: r["samples"] / r["wall"] for k, r in results.items()}

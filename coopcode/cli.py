@@ -48,7 +48,8 @@ BaseUrlOpt = Annotated[list[str] | None, typer.Option("--base-url", help="--engi
 ApiKeyEnvOpt = Annotated[str | None, typer.Option("--api-key-env", help="--engine openai: the environment variable holding the API key.")]
 HelperModelOpt = Annotated[str | None, typer.Option("--helper-model", help="--engine openai: the served model name the helper uses (e.g. a --lora-modules name).")]
 MainModelOpt = Annotated[str | None, typer.Option("--main-model", help="--engine openai: the served model name the main agent uses.")]
-MaxBatchOpt = Annotated[int | None, typer.Option("--max-batch", help="Rows in one decode step of the embedded engine (bounds its KV memory too) \\[default: 32].")]
+MaxBatchOpt = Annotated[int | None, typer.Option("--max-batch", help="Rows in flight in the embedded engine \\[default: 64].")]
+KvCacheOpt = Annotated[float | None, typer.Option("--kv-cache-gb", help="The embedded engine's KV cache at most this many GB: rows wait for room beyond it \\[default: 4].")]
 ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Samples generating at once (1: one at a time) \\[default: what fills the engine].")]
 RewardOpt = Annotated[str | None, typer.Option("--reward", help="The reward to score with: seed, seed-grpo or coop (the README's Rewards) \\[default: seed-grpo for one agent, seed for a pair].")]
 DeterministicOpt = Annotated[bool, typer.Option("--deterministic", help="Generate every sample alone, so a seed gives the same text whatever else is generated (a resumed run regenerates exactly); slower. Embedded engine only.")]
@@ -85,12 +86,13 @@ def _dtype(name: str | None) -> str | None:
 def _engine_options(engine: str, dtype: str | None, deterministic: bool = False,
                     max_batch: int | None = None, base_url: list[str] | None = None,
                     api_key_env: str | None = None, helper_model: str | None = None,
-                    main_model: str | None = None) -> dict[str, Any]:
+                    main_model: str | None = None, kv_cache_gb: float | None = None) -> dict[str, Any]:
     """The engine keyword arguments the options ask for (checked before anything loads)."""
-    from coopcode.inputs import check_at_least
+    from coopcode.inputs import check_at_least, check_between
 
     kw: dict[str, Any] = {"dtype": _dtype(dtype)}
-    for flag, value in (("--deterministic", deterministic), ("--max-batch", max_batch)):
+    for flag, value in (("--deterministic", deterministic), ("--max-batch", max_batch),
+                        ("--kv-cache-gb", kv_cache_gb)):
         if value and engine != "transformers":
             raise UserError(f"{flag} is an option of the embedded engine (--engine transformers), not {engine}")
     served = {"--base-url": base_url, "--api-key-env": api_key_env, "--helper-model": helper_model,
@@ -113,6 +115,9 @@ def _engine_options(engine: str, dtype: str | None, deterministic: bool = False,
     if max_batch is not None:
         check_at_least("--max-batch", max_batch)
         kw["max_batch"] = max_batch
+    if kv_cache_gb is not None:
+        check_between("--kv-cache-gb", kv_cache_gb, 0.0, 1024.0, low_open=True)
+        kw["kv_cache_gb"] = kv_cache_gb
     return kw
 
 
@@ -144,6 +149,7 @@ def solve(
     engine: EngineOpt = "transformers",
     deterministic: DeterministicOpt = False,
     max_batch: MaxBatchOpt = None,
+    kv_cache_gb: KvCacheOpt = None,
     base_url: BaseUrlOpt = None,
     api_key_env: ApiKeyEnvOpt = None,
     helper_model: HelperModelOpt = None,
@@ -163,7 +169,7 @@ def solve(
     config.validate()
     check_runtime_names(sandbox=sandbox, engine=engine)
     engine_kw = _engine_options(engine, dtype, deterministic, max_batch, base_url, api_key_env,
-                                helper_model, main_model)
+                                helper_model, main_model, kv_cache_gb)
     if not problem.strip():
         raise UserError("no problem given: pass a problem.py file or a HumanEval task id such as HumanEval/0")
     if problem.startswith("HumanEval/"):
@@ -211,6 +217,7 @@ def bench(
     engine: EngineOpt = "transformers",
     deterministic: DeterministicOpt = False,
     max_batch: MaxBatchOpt = None,
+    kv_cache_gb: KvCacheOpt = None,
     base_url: BaseUrlOpt = None,
     api_key_env: ApiKeyEnvOpt = None,
     helper_model: HelperModelOpt = None,
@@ -229,7 +236,7 @@ def bench(
     # `config` is validated: bad numbers and k > n failed in milliseconds, before anything loads.
     check_runtime_names(sandbox=sandbox, engine=engine)
     engine_kw = _engine_options(engine, dtype, deterministic, max_batch, base_url, api_key_env,
-                                helper_model, main_model)
+                                helper_model, main_model, kv_cache_gb)
     if concurrency is not None:
         check_at_least("--concurrency", concurrency)
     probs = load_problems(config.problems)

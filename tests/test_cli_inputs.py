@@ -309,6 +309,10 @@ def test_nan_and_infinity(tmp_path: Path) -> None:
         (("train", "--model", NO_MODEL, "--early-stop-reward", "nan", *out), "--early-stop-reward"),
         (("sandbox", "run", PROBLEM, "--backend", "process", "--timeout", "nan"), "--timeout"),
         (("sandbox", "run", PROBLEM, "--backend", "process", "--timeout", "inf"), "--timeout"),
+        (("bench", "--model", NO_MODEL, "--kv-cache-gb", "0", *out), "--kv-cache-gb"),
+        (("solve", PROBLEM, "--model", NO_MODEL, "--kv-cache-gb", "nan"), "--kv-cache-gb"),
+        (("solve", PROBLEM, "--model", NO_MODEL, "--engine", "openai", "--base-url",
+          "http://127.0.0.1:9/v1", "--kv-cache-gb", "2"), "--kv-cache-gb is an option of the embedded"),
     ])
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
 import pytest
 from adapter_helpers import make_adapter
+from engine_trace import traced
 
 from coopcode.engines import GenerationRequest, SamplingParams
 from coopcode.engines.transformers_engine import (
@@ -53,15 +55,10 @@ def test_samples_do_not_depend_on_their_batch(tiny_deterministic_engine: Transfo
 
 def test_the_deterministic_engine_generates_each_sample_alone(
         tiny_deterministic_engine: TransformersEngine) -> None:
-    embed = tiny_deterministic_engine.base.get_input_embeddings()
-    rows: list[int] = []
-    hook = embed.register_forward_hook(lambda _m, args, _o: rows.append(args[0].shape[0]))
-    try:
+    with traced(tiny_deterministic_engine) as forwards:
         tiny_deterministic_engine.generate([GenerationRequest(_prompt(tiny_deterministic_engine),
                                                               SamplingParams(n=3, max_new_tokens=4))])
-    finally:
-        hook.remove()
-    assert rows and set(rows) == {1}
+    assert forwards and all(f.rows == 1 and f.decode + len(f.chunks) == 1 for f in forwards)
 
 
 def test_greedy_is_deterministic(tiny_engine: TransformersEngine) -> None:
@@ -126,11 +123,40 @@ def test_cancel_stops_generation(tiny_engine: TransformersEngine) -> None:
     assert c.n_tokens < 50
 
 
-def test_dtype_follows_the_cpu() -> None:
+def test_the_number_format_is_measured_once_per_machine(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no --dtype, the CPU format is whichever of bf16 and fp32 multiplies a full batch
+    faster here, measured and remembered; an AVX2-only CPU (torch held to AVX2: bf16
+    emulated) gets fp32, a CPU with native bf16 gets bf16."""
+    import subprocess
+    import sys
+
     import torch
 
+    from coopcode.engines import transformers_engine as te
+
+    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
     _, dtype = pick_device_and_dtype("cpu")
-    assert dtype == (torch.bfloat16 if cpu_has_bf16() else torch.float32)
+    known = json.loads((tmp_path / "cpu-format.json").read_text())
+    (entry,) = known.values()
+    faster = min(entry["seconds"], key=entry["seconds"].get)
+    assert dtype == getattr(torch, faster) == getattr(torch, entry["dtype"])
+    if cpu_has_bf16():
+        assert entry["dtype"] == "bfloat16", entry
+    # Remembered: a planted answer is what the next engine gets, without measuring again.
+    entry["dtype"] = "float32" if dtype == torch.bfloat16 else "bfloat16"
+    (tmp_path / "cpu-format.json").write_text(json.dumps(known))
+    assert pick_device_and_dtype("cpu")[1] != dtype
+    assert pick_device_and_dtype("cpu", "float32")[1] == torch.float32  # --dtype decides
+    # Held to AVX2 (torch, oneDNN and MKL, as on an AVX2-only EPYC), bf16 is emulated and
+    # fp32 wins the full batch.
+    code = ("from coopcode.engines.transformers_engine import measured_cpu_dtype as m; "
+            "print(m())")
+    env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
+           "MKL_ENABLE_INSTRUCTIONS": "AVX2", "XDG_CACHE_HOME": str(tmp_path / "avx2")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.strip() == "float32", done.stderr[-2000:]
 
 
 def test_two_adapters_on_one_base(tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -209,9 +235,6 @@ def test_batched_greedy_matches_the_model_on_each_prompt_alone(tiny_engine: Tran
 def test_shared_prompt_is_prefilled_once_and_finished_rows_leave(
         tiny_engine: TransformersEngine) -> None:
     """n samples of one prompt cost one prefill of it; a row that has stopped is not stepped."""
-    embed = tiny_engine.base.get_input_embeddings()
-    shapes: list[tuple[int, int]] = []
-    hook = embed.register_forward_hook(lambda _m, args, _o: shapes.append(tuple(args[0].shape)))
     prompt = _prompt(tiny_engine)
     free = tiny_engine.generate([GenerationRequest(prompt, SamplingParams(
         n=4, max_new_tokens=30, temperature=1.0, seed=3))])[0]
@@ -219,19 +242,15 @@ def test_shared_prompt_is_prefilled_once_and_finished_rows_leave(
     # before the others end). Until the first row leaves, the batch is the same as `free`'s,
     # so its arithmetic is too: sample 0 stops there, and the others step on without it.
     stop = _first_stop_only_in_row_0(tiny_engine, free)
-    try:
-        shapes.clear()
+    with traced(tiny_engine) as forwards:
         out = tiny_engine.generate([GenerationRequest(prompt, SamplingParams(
             n=4, max_new_tokens=30, temperature=1.0, seed=3, stop=(stop,)))])[0]
-    finally:
-        hook.remove()
     n_prompt = tiny_engine.count_tokens(prompt)
-    assert shapes[0] == (1, n_prompt)
-    decode = shapes[1:]
-    assert all(width == 1 for _, width in decode)
+    assert forwards[0].chunks == [n_prompt] and forwards[0].decode == 0  # one prefill, 4 rows
+    assert all(not f.chunks for f in forwards[1:])
     # A row with t tokens takes part in t - 1 decode steps: its first token comes from the
     # prefill and its last one ends it.
-    assert sum(rows for rows, _ in decode) == sum(c.n_tokens - 1 for c in out)
+    assert sum(f.decode for f in forwards[1:]) == sum(c.n_tokens - 1 for c in out)
     assert out[0].finish_reason == "stop"
     assert len({c.n_tokens for c in out}) > 1  # rows did finish at different steps
 

@@ -4,11 +4,13 @@ steps, rows leave when done, the batch stays within its bounds, adapters mix in 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from adapter_helpers import make_adapter
+from engine_trace import traced
 
 from coopcode.engines import Completion, GenerationRequest, SamplingParams
 from coopcode.engines.base import Engine
@@ -34,22 +36,6 @@ def assert_greedy(engine: TransformersEngine, prompt: str, token_ids: list[int],
     assert float(gap.max()) <= 1e-4, gap.tolist()
 
 
-class _Shapes:
-    """Records the (rows, width) of every forward pass of the engine's model."""
-
-    def __init__(self, engine: TransformersEngine) -> None:
-        self.seen: list[tuple[int, int]] = []
-        embed = engine.base.get_input_embeddings()
-        self.hook = embed.register_forward_hook(
-            lambda _m, args, _o: self.seen.append(tuple(args[0].shape)))
-
-    def __enter__(self) -> _Shapes:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.hook.remove()
-
-
 @pytest.fixture(scope="module")
 def engine(tiny_model_dir: Path) -> Any:
     eng = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=4)
@@ -72,28 +58,32 @@ def test_a_request_joins_the_running_batch_between_decode_steps(engine: Transfor
         if count[0] >= 5:
             first_tokens.set()
 
-    with _Shapes(engine) as shapes:
+    reused = engine.batcher().reused_tokens
+    with traced(engine) as forwards:
         a = engine.submit(GenerationRequest(first_prompt, long), on_delta)
         assert first_tokens.wait(60)
         b = engine.submit(GenerationRequest(later_prompt, greedy))
         (ca,), (cb,) = a.result(120), b.result(120)
     assert ca.finish_reason == "length" and ca.n_tokens == 200
-    # The later request was prefilled alone while the first one was mid-way...
+    # The later prompt was prefilled in the same forward as the first row's decode step
+    # (all of it but the chat template's opening, which the first row's cache held)...
     n_later = len(engine.encode(later_prompt))
-    join = shapes.seen.index((1, n_later))
-    assert join > 1 and all(s == (1, 1) for s in shapes.seen[1:join])
+    join = next(i for i, f in enumerate(forwards) if i > 0 and f.chunks)
+    assert forwards[join].chunks == [n_later - (engine.batcher().reused_tokens - reused)]
+    assert join > 1 and forwards[join].decode == 1
+    assert all(f.decode == 1 and not f.chunks for f in forwards[1:join])
     # ...then both stepped together until the later one finished.
-    assert shapes.seen[join + 1] == (2, 1)
+    assert forwards[join + 1].decode == 2
     assert_greedy(engine, later_prompt, cb.token_ids)
 
 
 def test_the_batch_never_exceeds_max_batch(engine: TransformersEngine) -> None:
     prompts = [_prompt(engine, f"Problem number {i}.") for i in range(3)]
     params = SamplingParams(n=3, max_new_tokens=6, temperature=1.0, seed=2)
-    with _Shapes(engine) as shapes:
+    with traced(engine) as forwards:
         out = engine.generate([GenerationRequest(p, params) for p in prompts])
     assert [len(o) for o in out] == [3, 3, 3]
-    assert max(rows for rows, _ in shapes.seen) <= 4
+    assert max(f.rows for f in forwards) == 4
     # 9 rows through a batch of 4: every row is admitted, and decode steps run all along.
     assert all(c.n_tokens >= 1 for o in out for c in o)
 
@@ -119,20 +109,27 @@ def test_a_kv_budget_holds_rows_back_until_others_leave(tiny_model_dir: Path) ->
     try:
         prompt = _prompt(eng, "Budget.")
         room = len(eng.encode(prompt)) + 8
-        eng.submit(GenerationRequest(prompt, SamplingParams(max_new_tokens=1))).result(60)
-        eng._batcher.kv_budget_tokens = 2 * room  # type: ignore[union-attr]  # two rows' worth
-        with _Shapes(eng) as shapes:
+        batcher = eng.batcher()
+        batcher.kv_budget_tokens = batcher.cache.tokens_after(2, room)  # two rows' worth
+        with traced(eng) as forwards:
             out = eng.generate([GenerationRequest(prompt, SamplingParams(
                 n=5, max_new_tokens=8, temperature=1.0, seed=4))])[0]
-        assert len(out) == 5
-        assert max(rows for rows, _ in shapes.seen) == 2
+        assert len(out) == 5 and all(c.n_tokens >= 1 for c in out)  # none lost
+        assert max(f.rows for f in forwards) == 2
+        # The cache never held more than the budget, and gives its memory back when idle
+        # (at the end of the step that completed the request: a moment after it returned).
+        assert batcher.peak_cache_tokens <= batcher.kv_budget_tokens
+        deadline = time.time() + 10
+        while batcher.cache.slots and time.time() < deadline:
+            time.sleep(0.01)
+        assert batcher.cache.slots == 0
     finally:
         eng.close()
 
 
 def test_helper_main_and_base_rows_step_together(tiny_model_dir: Path, tmp_path: Path) -> None:
-    """PEFT's mixed-adapter batches: one decode step serves rows of every adapter, and each
-    row gets its own adapter's output (a base row is not given an adapter's weights)."""
+    """One forward serves rows of every adapter (per-token LoRA), and each row gets its own
+    adapter's output (a base row is not given an adapter's weights)."""
     eng = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=8)
     try:
         eng.load_adapter("helper", str(make_adapter(tiny_model_dir, tmp_path / "h", seed=1)))
@@ -140,13 +137,99 @@ def test_helper_main_and_base_rows_step_together(tiny_model_dir: Path, tmp_path:
         prompt = _prompt(eng, "Mixed batch.")
         params = SamplingParams(n=1, max_new_tokens=10, temperature=0.0)
         adapters = [None, "helper", "main"]
-        with _Shapes(eng) as shapes:
+        with traced(eng) as forwards:
             out = eng.generate([GenerationRequest(prompt, params, adapter=a) for a in adapters])
-        assert shapes.seen[0] == (3, len(eng.encode(prompt)))  # one prefill for three adapters
-        assert (3, 1) in shapes.seen
+        n_prompt = len(eng.encode(prompt))
+        assert forwards[0].chunks == [n_prompt] * 3  # three prefills in one forward
+        assert forwards[0].adapters == ["None", "helper", "main"]
+        assert forwards[1].decode == 3 and len(forwards[1].adapters) == 3
         for adapter, (c,) in zip(adapters, out):
             assert_greedy(eng, prompt, c.token_ids, adapter)
         assert len({c.text for (c,) in out}) == 3
+    finally:
+        eng.close()
+
+
+def test_long_prompts_go_in_chunks_beside_decoding_rows_of_other_adapters(
+        tiny_model_dir: Path, tmp_path: Path) -> None:
+    """A prompt longer than a forward's token budget is prefilled over several forwards, each
+    beside the decode tokens of rows already running under other adapters; every row still
+    gets what the model, run on its prompt alone under its adapter, ranks first."""
+    eng = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=8)
+    try:
+        eng.load_adapter("helper", str(make_adapter(tiny_model_dir, tmp_path / "h", seed=1)))
+        eng.load_adapter("main", str(make_adapter(tiny_model_dir, tmp_path / "m", seed=2)))
+        batcher = eng.batcher()
+        batcher.step_tokens = 16
+        short = _prompt(eng, "Short.")
+        long = _prompt(eng, "A long prompt: " + "several words that make many tokens, " * 6)
+        n_long = len(eng.encode(long))
+        assert n_long > 3 * 16
+        greedy = SamplingParams(n=1, max_new_tokens=30, temperature=0.0)
+        with traced(eng) as forwards:
+            first = eng.submit(GenerationRequest(short, greedy, adapter="helper"))
+            deadline = time.time() + 60
+            while len(forwards) < 3 and time.time() < deadline:  # the first row decodes
+                time.sleep(0.005)
+            later = eng.submit_all([(GenerationRequest(long, greedy.with_(max_new_tokens=12),
+                                                       adapter="main"), None),
+                                    (GenerationRequest(long, greedy.with_(max_new_tokens=12)), None)])
+            (c_first,) = first.result(120)
+            (c_main,), (c_base,) = (s.result(120) for s in later)
+        mixed = [f for f in forwards if f.decode and f.chunks]
+        assert mixed and all(f.decode + sum(f.chunks) <= 16 for f in forwards)
+        assert any(f.adapters == ["None", "helper", "main"] for f in mixed)
+        chunks = [c for f in forwards for c in f.chunks]
+        assert sum(chunks) == len(eng.encode(short)) + 2 * n_long and max(chunks) < n_long
+        assert_greedy(eng, short, c_first.token_ids, "helper")
+        assert_greedy(eng, long, c_main.token_ids, "main")
+        assert_greedy(eng, long, c_base.token_ids, None)
+        assert c_main.token_ids != c_base.token_ids
+    finally:
+        eng.close()
+
+
+def test_a_prompt_prefix_another_row_holds_is_copied_not_computed(
+        tiny_model_dir: Path, tmp_path: Path) -> None:
+    """Prompts that start alike (the n mains of a problem: the same statement, then each its
+    own helper code) compute their common prefix once, under the same adapter only; the
+    rows that copied it still get what the model, run on their prompt alone, ranks first."""
+    eng = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=8)
+    try:
+        eng.load_adapter("main", str(make_adapter(tiny_model_dir, tmp_path / "m", seed=2)))
+        statement = "Implement `f` for this problem: " + "a long shared statement, " * 8
+        first = _prompt(eng, statement + "Helper: one.")
+        second = _prompt(eng, statement + "Helper: two, another one.")
+        ids1, ids2 = eng.encode(first), eng.encode(second)
+        common = next(i for i, (a, b) in enumerate(zip(ids1, ids2)) if a != b)
+        assert common > 40
+        batcher = eng.batcher()
+        greedy = SamplingParams(n=1, max_new_tokens=10, temperature=0.0)
+        got = {}
+        for adapter in ("main", None):
+            before = batcher.reused_tokens
+            with traced(eng) as forwards:
+                a = eng.submit(GenerationRequest(first, greedy.with_(max_new_tokens=40),
+                                                 adapter=adapter))
+                deadline = time.time() + 60
+                while not any(f.decode for f in forwards) and time.time() < deadline:
+                    time.sleep(0.005)  # the first prompt is in the cache: its row decodes
+                b = eng.submit(GenerationRequest(second, greedy, adapter=adapter))
+                a.result(120)
+                (got[adapter],) = b.result(120)
+            assert batcher.reused_tokens - before == common
+            assert [c for f in forwards for c in f.chunks] == [len(ids1), len(ids2) - common]
+            assert_greedy(eng, second, got[adapter].token_ids, adapter)
+        # Another adapter's cache is not this one's: a main row never copies a base row's.
+        before = batcher.reused_tokens
+        with traced(eng) as forwards:
+            a = eng.submit(GenerationRequest(first, greedy.with_(max_new_tokens=40)))
+            deadline = time.time() + 60
+            while not any(f.decode for f in forwards) and time.time() < deadline:
+                time.sleep(0.005)
+            b = eng.submit(GenerationRequest(second, greedy, adapter="main"))
+            a.result(120), b.result(120)
+        assert batcher.reused_tokens == before
     finally:
         eng.close()
 

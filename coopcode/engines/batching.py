@@ -1,17 +1,18 @@
-"""Continuous batching for the embedded engine: requests join and leave between decode steps.
+"""Continuous batching for the embedded engine: rows join and leave at every forward.
 
 Iteration-level scheduling as in Orca and vLLM, in their vocabulary: a *waiting* queue of
-sample rows and a *running* batch. Each iteration of the loop
-1. admits waiting rows while the running batch has room (`max_batch` rows, and a KV budget
-   that counts the padded cache every row could grow to), and prefills them: each distinct
-   (prompt, adapter) once, its KV cache copied to its rows, then merged into the running
-   batch's cache (left padding keeps every row's last token in the last column);
-2. samples one token for every running row, each from its own generator (seeded from the
-   request's seed and the sample index, so its random draws never depend on its batch);
-3. lets rows that finished (EOS, stop string, budget, cancel) leave the batch at once, and
-   completes a request when its last row has finished;
-4. runs one decode step for the rest, helper, main and bare-base rows together (PEFT's
-   mixed-adapter forward), and drops cache columns that are padding for every row left.
+sample rows, rows *prefilling* their prompt and rows *decoding*. Each iteration
+1. admits waiting rows while there is room (`max_batch` rows, and a KV budget that counts
+   the cache the rows could grow to); the n samples of one prompt (and adapter) share one
+   prefill, whose cache is copied to their slots when it is done;
+2. builds one flat forward (`coopcode.engines.flat_step`): one token for every decoding row,
+   then as much of the prompts being prefilled as the step's token budget leaves (a long
+   prompt goes in chunks over several steps), helper, main and bare-base rows together;
+3. samples a token for every decoding row and for every row whose prefill ended, each from
+   its own generator (seeded from the request's seed and the sample index, so its random
+   draws never depend on its batch);
+4. lets rows that finished (EOS, stop string, budget, cancel) leave at once, freeing their
+   slot, and completes a request when its last row has finished.
 
 No preemption: a row is admitted only when the cache it could grow to fits, so it never has
 to be evicted. `max_batch=1` generates every sample alone (see `deterministic`).
@@ -23,13 +24,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from coopcode.engines.base import Completion, Submission, derive_seed
+from coopcode.engines.flat_step import SlotCache, StepPlan
 from coopcode.engines.stops import find_stop, safe_length, stop_search_start
 
 TOP_K_PREFILTER = 256  # nucleus sampling looks here first; falls back to a full sort if short
-BASE = "__base__"  # PEFT's name for "no adapter" in a mixed-adapter batch
+STEP_TOKENS = 256  # tokens in one forward: decode rows first, prompt chunks fill the rest
+MIN_SHARED = 16  # a prompt prefix shorter than this is computed, not copied from another slot
 
 
 def _nucleus(probs: Any, top_p: Any) -> Any:
@@ -65,10 +68,12 @@ class Row:
         self.done = False
         self.started = 0.0
         self.seconds = 0.0
+        self.slot = -1  # its place in the KV cache while it runs
 
     @property
     def key(self) -> tuple[tuple[int, ...], str | None]:
-        """Rows with the same key share one prefill."""
+        """Rows with the same key share one prefill (the samples of a request, and requests
+        of the same prompt, as a scheduler's one-sample requests are)."""
         return tuple(self.prompt_ids), self.adapter
 
     def max_len(self) -> int:
@@ -154,57 +159,35 @@ def pick_tokens(logits: Any, rows: list[Row]) -> list[int]:
     return chosen
 
 
-class Running:
-    """The running batch: its rows, KV cache, attention mask and next-token logits."""
 
-    def __init__(self, rows: list[Row], cache: Any, mask: Any, logits: Any) -> None:
-        self.rows, self.cache, self.mask, self.logits = rows, cache, mask, logits
+class Forward(NamedTuple):
+    """What one forward held: rows in flight, decode tokens, prompt chunk sizes, adapters."""
 
-    def keep(self, idx: list[int]) -> None:
-        import torch
+    rows: int
+    decode: int
+    chunks: list[int]
+    adapters: list[str]
 
-        if len(idx) == len(self.rows):
-            return
-        sel = torch.tensor(idx, device=self.mask.device)
-        self.cache.batch_select_indices(sel)
-        self.rows = [self.rows[i] for i in idx]
-        self.mask, self.logits = self.mask[sel], self.logits[sel]
-        self.trim()
 
-    def trim(self) -> None:
-        """Drop leading cache columns that are padding for every row."""
-        used = self.mask.sum(0) > 0
-        first = int(used.nonzero()[0]) if bool(used.any()) else 0
-        if first > 0:
-            self.mask = self.mask[:, first:]
-            for layer in self.cache.layers:
-                layer.keys = layer.keys[:, :, first:]
-                layer.values = layer.values[:, :, first:]
+class Prefill:
+    """Rows that share the prefill of one prompt under one adapter: `slot` (the first row's)
+    holds it, and the other rows get a copy when it is done. A row cancelled meanwhile
+    leaves at once; the slot is kept for the others (freed if no row is left)."""
 
-    def merge(self, other: Running) -> None:
-        """Append `other`'s rows, left-padding whichever cache is shorter."""
-        import torch
-        import torch.nn.functional as F
-
-        width = max(self.mask.shape[1], other.mask.shape[1])
-
-        def pad(t: Any, dim_from_end: int) -> Any:
-            short = width - t.shape[-dim_from_end]
-            if short == 0:
-                return t
-            spec = [0, 0] * (dim_from_end - 1) + [short, 0]
-            return F.pad(t, spec)
-
-        for mine, theirs in zip(self.cache.layers, other.cache.layers):
-            mine.keys = torch.cat([pad(mine.keys, 2), pad(theirs.keys, 2)])
-            mine.values = torch.cat([pad(mine.values, 2), pad(theirs.values, 2)])
-        self.mask = torch.cat([pad(self.mask, 1), pad(other.mask, 1)])
-        self.logits = torch.cat([self.logits, other.logits])
-        self.rows = self.rows + other.rows
+    def __init__(self, rows: list[Row]) -> None:
+        self.rows = rows
+        self.slot = rows[0].slot
+        self.prompt = rows[0].prompt_ids
+        self.adapter = rows[0].adapter
+        self.done = 0  # prompt tokens in the cache so far
 
 
 class ContinuousBatcher:
-    """The decode loop of one model, on its own thread; `submit` queues a request's rows."""
+    """The decode loop of one model, on its own thread; `submit` queues a request's rows.
+
+    `forward(plan, adapters, tokens, positions, keep)` runs one flat forward (the adapter of
+    each token, None for the bare base) and returns the logits of the positions in `keep`.
+    """
 
     def __init__(
         self,
@@ -213,23 +196,32 @@ class ContinuousBatcher:
         tokenizer: Any,
         eos_ids: set[int],
         lock: Any,
+        cache: SlotCache,
         *,
         max_batch: int,
         kv_budget_tokens: int,
         pad_id: int,
-        device: str,
+        step_tokens: int = STEP_TOKENS,
     ) -> None:
         self.forward, self.encode, self.tok, self.eos_ids = forward, encode, tokenizer, eos_ids
         self.lock = lock  # the engine's: adapters do not change under a step
+        self.cache = cache
         self.max_batch, self.kv_budget_tokens = max_batch, kv_budget_tokens
-        self.pad_id, self.device = pad_id, device
+        self.pad_id = pad_id
+        self.step_tokens = max(step_tokens, max_batch + 1)  # room for a chunk beside every row
         self.waiting: deque[Row] = deque()
-        self.running: Running | None = None
+        self.prefilling: list[Prefill] = []
+        self.decoding: list[Row] = []
         self.left: dict[Submission, int] = {}  # rows of a request not finished yet
         self.rows_of: dict[Submission, list[Row]] = {}
         self.cv = threading.Condition()
         self.closed = False
-        self.steps = 0  # decode steps so far (for tests and benchmarks)
+        self.steps = 0  # forwards so far (for tests and benchmarks)
+        self.peak_cache_tokens = 0  # the most the KV cache has held (slots x length)
+        self.prompt_tokens = 0  # prompt tokens prefilled so far (shared prefills once)
+        self.decode_tokens = 0  # tokens fed back to decode so far
+        self.reused_tokens = 0  # prompt tokens copied from another slot instead of computed
+        self.trace: list[Forward] | None = None  # a list: each forward is recorded (tests)
         self.thread = threading.Thread(target=self._loop, name="coopcode-decode", daemon=True)
         self.thread.start()
 
@@ -241,7 +233,7 @@ class ContinuousBatcher:
             if n < 1:
                 sub.future.set_result([])
                 continue
-            ids = self.encode(sub.request.prompt)
+            ids = self.encode(sub.request.prompt) or [self.pad_id]  # a forward needs a token
             queued.append((sub, [Row(sub, i, ids, self.tok, self.eos_ids) for i in range(n)]))
         with self.cv:
             if self.closed:
@@ -257,6 +249,11 @@ class ContinuousBatcher:
             self.cv.notify()
         self.thread.join(timeout=30)
 
+    @property
+    def running(self) -> int:
+        """Rows holding a slot (prefilling or decoding)."""
+        return sum(len(p.rows) for p in self.prefilling) + len(self.decoding)
+
     # -- the loop -------------------------------------------------------------------------
 
     def _loop(self) -> None:
@@ -264,7 +261,7 @@ class ContinuousBatcher:
 
         while True:
             with self.cv:
-                while not self.closed and not self.waiting and self.running is None:
+                while not self.closed and not self.waiting and not self.running:
                     self.cv.wait()
                 if self.closed:
                     self._fail_all(RuntimeError("the engine was closed"))
@@ -272,14 +269,18 @@ class ContinuousBatcher:
                 joining = self._admit()
             try:
                 with self.lock, torch.inference_mode():
-                    self._step(joining)
+                    self._start(joining)
+                    self._step()
             except BaseException as e:  # noqa: BLE001 - every waiter hears of it
-                self.running = None
+                self.prefilling, self.decoding = [], []
+                self.cache.clear()
                 self._fail_all(e)
 
     def _admit(self) -> list[Row]:
         """Waiting rows that fit now (cancelled ones finish without a forward)."""
-        rows = list(self.running.rows) if self.running is not None else []
+        running = self.running
+        longest = max([r.max_len() for p in self.prefilling for r in p.rows]
+                      + [r.max_len() for r in self.decoding], default=0)
         joining: list[Row] = []
         while self.waiting:
             row = self.waiting[0]
@@ -288,73 +289,146 @@ class ContinuousBatcher:
                 row.finish("cancelled")
                 self._row_done(row)
                 continue
-            both = rows + joining + [row]
-            if len(both) > self.max_batch:
+            rows = running + len(joining) + 1
+            if rows > self.max_batch:
                 break
-            if both != [row] and len(both) * max(r.max_len() for r in both) > self.kv_budget_tokens:
+            longest = max(longest, row.max_len())
+            if rows > 1 and self.cache.tokens_after(rows, longest) > self.kv_budget_tokens:
                 break  # a lone row is always admitted: it cannot wait for a smaller batch
             joining.append(self.waiting.popleft())
         return joining
 
-    def _step(self, joining: list[Row]) -> None:
-        if joining:
-            new = self._prefill(joining)
-            if self.running is None:
-                self.running = new
-            else:
-                self.running.merge(new)
-        run = self.running
-        if run is None:
-            return
-        tokens = pick_tokens(run.logits, run.rows)
-        keep = []
-        for i, (row, token) in enumerate(zip(run.rows, tokens)):
-            if row.sub.cancelled.is_set():
-                row.finish("cancelled")
-            elif not row.push(token):
-                keep.append(i)
-                continue
-            self._row_done(row)
-        tokens = [tokens[i] for i in keep]
-        if not keep:
-            self.running = None
-            return
-        run.keep(keep)
-        import torch
-
-        run.mask = torch.cat([run.mask, run.mask.new_ones((len(run.rows), 1))], dim=1)
-        out = self.forward([r.adapter for r in run.rows],
-                           input_ids=torch.tensor(tokens, device=self.device)[:, None],
-                           attention_mask=run.mask,
-                           position_ids=run.mask.sum(-1, keepdim=True) - 1,
-                           past_key_values=run.cache, use_cache=True)
-        run.cache, run.logits = out.past_key_values, out.logits[:, -1]
-        self.steps += 1
-
-    def _prefill(self, rows: list[Row]) -> Running:
-        """Each distinct (prompt, adapter) once; its cache copied to its rows."""
-        import torch
-
+    def _start(self, joining: list[Row]) -> None:
+        """Give the joining rows their slots, one prefill per distinct (prompt, adapter): a
+        prefill of the same key that has not started yet takes them too."""
         now = time.time()
-        for r in rows:
-            r.started = now
-        keys = list(dict.fromkeys(r.key for r in rows))
-        width = max(len(k[0]) for k in keys)
-        ids = torch.full((len(keys), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(keys), width), dtype=torch.long)
-        for i, (prompt, _adapter) in enumerate(keys):
-            ids[i, width - len(prompt):] = torch.tensor(prompt)
-            mask[i, width - len(prompt):] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
-        out = self.forward([k[1] for k in keys], input_ids=ids, attention_mask=mask,
-                           position_ids=(mask.cumsum(-1) - 1).clamp(min=0), use_cache=True,
-                           logits_to_keep=1)
-        cache = out.past_key_values
-        which = [keys.index(r.key) for r in rows]
-        sel = torch.tensor(which, device=self.device)
-        if which != list(range(len(keys))):
-            cache.batch_select_indices(sel)
-        return Running(rows, cache, mask[sel], out.logits[sel, -1])
+        waiting = {p.rows[0].key: p for p in self.prefilling if p.done == 0 and p.rows}
+        for row in joining:
+            row.started = now
+            row.slot = self.cache.take(row.max_len(), self.kv_budget_tokens, self.max_batch)
+            pre = waiting.get(row.key)
+            if pre is None:
+                pre = waiting[row.key] = Prefill([row])
+                self.prefilling.append(pre)
+            else:
+                pre.rows.append(row)
+        self.peak_cache_tokens = max(self.peak_cache_tokens, self.cache.slots * self.cache.length)
+
+    def _step(self) -> None:
+        for row in [r for r in self.decoding if r.sub.cancelled.is_set()]:
+            self.decoding.remove(row)
+            self._leave(row, "cancelled")
+        for pre in list(self.prefilling):
+            for row in [r for r in pre.rows if r.sub.cancelled.is_set()]:
+                pre.rows.remove(row)
+                if row.slot == pre.slot:
+                    row.slot = -1  # the prefill keeps its slot for the other rows
+                self._leave(row, "cancelled")
+            if not pre.rows:
+                self.prefilling.remove(pre)
+                self.cache.release(pre.slot)
+        if not self.decoding and not self.prefilling:
+            return
+        plan = StepPlan(self.cache)
+        tokens: list[int] = []
+        positions: list[int] = []
+        adapters: list[str | None] = []
+        for row in self.decoding:  # the token each row sampled last, at its position
+            pos = len(row.prompt_ids) + len(row.ids) - 1
+            plan.decode_slots.append(row.slot)
+            plan.decode_pos.append(pos)
+            tokens.append(row.ids[-1])
+            positions.append(pos)
+            adapters.append(row.adapter)
+        room = self.step_tokens - len(tokens)
+        ending: list[Prefill] = []
+        held = self._held_prompts()
+        for pre in self.prefilling:
+            if pre.done == 0:
+                self._reuse_prefix(pre, held)
+            n = min(room, len(pre.prompt) - pre.done)
+            if n <= 0:
+                break
+            plan.chunks.append((pre.slot, pre.done, n, len(tokens)))
+            tokens.extend(pre.prompt[pre.done:pre.done + n])
+            positions.extend(range(pre.done, pre.done + n))
+            adapters.extend([pre.adapter] * n)
+            pre.done += n
+            room -= n
+            if pre.done == len(pre.prompt):
+                ending.append(pre)
+        n_dec = len(self.decoding)
+        keep = list(range(n_dec))
+        offset = n_dec
+        for slot, _start, n, _t0 in plan.chunks:
+            offset += n
+            if any(p.slot == slot for p in ending):
+                keep.append(offset - 1)
+        if self.trace is not None:
+            self.trace.append(Forward(self.running, n_dec, [c[2] for c in plan.chunks],
+                                      sorted({str(a) for a in adapters})))
+        logits = self.forward(plan, adapters, tokens, positions, keep)
+        self.steps += 1
+        self.decode_tokens += n_dec
+        self.prompt_tokens += len(tokens) - n_dec
+        still: list[Row] = []
+        for row, token in zip(self.decoding, pick_tokens(logits[:n_dec], self.decoding)):
+            self._push(row, token, still)
+        for pre, row_logits in zip(ending, logits[n_dec:]):
+            self.prefilling.remove(pre)
+            self.cache.copy(pre.slot, [r.slot for r in pre.rows if r.slot != pre.slot],
+                            len(pre.prompt))
+            if all(r.slot != pre.slot for r in pre.rows):
+                self.cache.release(pre.slot)  # its row was cancelled
+            picks = pick_tokens(row_logits[None].expand(len(pre.rows), -1), pre.rows)
+            for row, token in zip(pre.rows, picks):
+                self._push(row, token, still)
+        self.decoding = still
+        if not self.running:
+            self.cache.clear()  # nothing in flight: give the memory back
+
+    def _held_prompts(self) -> list[tuple[int, list[int], str | None, int]]:
+        """(slot, prompt, adapter, prompt tokens in the cache) of every slot holding one."""
+        held = [(r.slot, r.prompt_ids, r.adapter, len(r.prompt_ids)) for r in self.decoding]
+        held += [(p.slot, p.prompt, p.adapter, p.done) for p in self.prefilling if p.done]
+        return held
+
+    def _reuse_prefix(self, pre: Prefill, held: list[tuple[int, list[int], str | None, int]]
+                      ) -> None:
+        """Start `pre` after the longest prefix of its prompt that a slot already holds under
+        the same adapter (copied, not computed again): the n mains of a problem share the
+        problem statement, a multi-turn prompt its earlier turns. Keys and values of a
+        position depend only on the tokens up to it and the adapter, so the copy is what the
+        prefill would compute (up to the rounding of another batch)."""
+        best, source = 0, -1
+        limit = len(pre.prompt) - 1  # the last prompt token is computed: it gives the logits
+        for slot, prompt, adapter, filled in held:
+            if adapter != pre.adapter or filled <= best or prompt[:MIN_SHARED] != pre.prompt[:MIN_SHARED]:
+                continue
+            n = min(filled, limit, len(prompt))
+            same = next((i for i in range(n) if prompt[i] != pre.prompt[i]), n)
+            if same > best:
+                best, source = same, slot
+        if best >= MIN_SHARED:
+            self.cache.copy(source, [pre.slot], best)
+            pre.done = best
+            self.reused_tokens += best
+
+    def _push(self, row: Row, token: int, still: list[Row]) -> None:
+        if row.sub.cancelled.is_set():
+            self._leave(row, "cancelled")
+        elif row.push(token):
+            self._leave(row, None)
+        else:
+            still.append(row)
+
+    def _leave(self, row: Row, reason: str | None) -> None:
+        if reason is not None:
+            row.finish(reason)
+        if row.slot >= 0:
+            self.cache.release(row.slot)
+        row.slot = -1
+        self._row_done(row)
 
     def _row_done(self, row: Row) -> None:
         sub = row.sub

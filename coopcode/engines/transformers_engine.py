@@ -2,12 +2,18 @@
 
 Helper and main are PEFT adapters on one shared base in memory (two full copies would double
 the memory for nothing); a request names its adapter, or none for the bare base. Requests go
-into a continuously batched decode loop over the model's KV cache (`coopcode.engines.batching`):
-- on a CPU a decode step for 8 rows costs ~1.4x a step for one (the weights are read once);
-- the n samples of a prompt share one prefill of it (its KV cache is copied to the n rows);
-- a row that has finished (EOS, stop string, budget) leaves the batch at once, and a new
-  request joins between two decode steps, so a scheduler can keep the batch full;
-- helper, main and bare-base rows step together (PEFT's mixed-adapter batches).
+into a continuously batched loop (`coopcode.engines.batching`) whose every forward is one
+flat sequence (`coopcode.engines.flat_step`):
+- on a CPU a forward for 32 decoding rows costs a few times one for a single row (the
+  weights are read once), so tokens/s grows with the batch (up to `max_batch` rows, and a
+  KV cache of `kv_cache_gb`);
+- prompts that arrive are prefilled inside the same forwards as the running rows' decode
+  tokens (a token budget per forward; a long prompt goes in chunks), so the batch never
+  stops for a prefill;
+- the n samples of a prompt share one prefill of it (its cache is copied to the n rows);
+- a row that has finished (EOS, stop string, budget) leaves at once, freeing its slot;
+- helper, main and bare-base rows share every forward (each token gets its own adapter's
+  LoRA delta).
 
 Each sample draws from its own random generator, seeded from (params.seed, sample index), so
 its random draws do not depend on which batch it landed in. Its *arithmetic* does: matrix
@@ -20,21 +26,25 @@ the same seed then gives the same text whatever else is running, at the price of
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from coopcode.engines.base import Engine, GenerationRequest, SampleDelta, Submission
-from coopcode.engines.batching import BASE, ContinuousBatcher
+from coopcode.engines.batching import ContinuousBatcher
+from coopcode.engines.flat_step import ATTENTION, SlotCache, TokenLora, register_attention
 from coopcode.errors import ModelError
 from coopcode.models import ResolvedModel, resolve_model
 
+BASE = "__base__"  # PEFT's name for "no adapter" in a mixed-adapter batch
+
 
 def cpu_has_bf16() -> bool:
-    """bf16 is 2-3x faster than fp32 for generation on CPUs with native bf16 instructions
-    (and torch allowed to use them: `ATEN_CPU_CAPABILITY=avx2` makes an AVX-512 machine run
-    as an AVX2-only one, bf16 emulated)."""
+    """Whether the CPU has native bf16 instructions and torch may use them
+    (`ATEN_CPU_CAPABILITY=avx2` makes an AVX-512 machine run as an AVX2-only one)."""
     import torch
 
     if not torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
@@ -46,6 +56,80 @@ def cpu_has_bf16() -> bool:
     return any(f in flags for f in ("avx512_bf16", "amx_bf16"))
 
 
+FORMAT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "coopcode" / "cpu-format.json"
+
+
+def _cpu_key() -> str:
+    """What decides which number format is fastest: the CPU, the kernels torch may use, torch."""
+    import torch
+
+    model = "unknown cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    held = [f"{v}={os.environ[v]}" for v in ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+            if os.environ.get(v)]
+    return " | ".join([model, torch.backends.cpu.get_cpu_capability(), f"bf16 {cpu_has_bf16()}",
+                       *held, f"torch {torch.__version__}", f"threads {torch.get_num_threads()}"])
+
+
+def time_cpu_formats(rows: int = 32, d_in: int = 896, d_out: int = 4864, reps: int = 6) -> dict[str, float]:
+    """Seconds for one `rows` x `d_in` by `d_in` x `d_out` product (a 0.5B model's MLP, a
+    full batch's rows) in bf16 and in fp32: the best of `reps` rounds of 4."""
+    import torch
+    import torch.nn.functional as F
+
+    seconds = {}
+    with torch.inference_mode():
+        for name in ("bfloat16", "float32"):
+            dt = getattr(torch, name)
+            gen = torch.Generator().manual_seed(0)
+            x = torch.randn(rows, d_in, generator=gen).to(dt)
+            w = torch.randn(d_out, d_in, generator=gen).to(dt)
+            F.linear(x, w)  # kernel selection, first-touch
+            best = float("inf")
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                for _ in range(4):
+                    F.linear(x, w)
+                best = min(best, (time.perf_counter() - t0) / 4)
+            seconds[name] = best
+    return seconds
+
+
+def measured_cpu_dtype() -> str:
+    """The number format the embedded engine runs in on this CPU: bf16 or fp32, whichever
+    multiplies a full batch faster here, measured once per machine (and torch, and thread
+    count) and remembered in FORMAT_CACHE. A full batch, because benches and training spend
+    their time there: on a CPU with native bf16 that is bf16; on an AVX2-only CPU torch
+    emulates bf16 and fp32 is faster (BENCHMARKS.md, "Number formats")."""
+    import json
+
+    key = _cpu_key()
+    try:
+        known = json.loads(FORMAT_CACHE.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known, dict) and known.get(key, {}).get("dtype") in ("bfloat16", "float32"):
+        return str(known[key]["dtype"])
+    seconds = time_cpu_formats()
+    choice = "bfloat16" if seconds["bfloat16"] < seconds["float32"] else "float32"
+    known = known if isinstance(known, dict) else {}
+    known[key] = {"dtype": choice, "seconds": seconds}
+    try:
+        FORMAT_CACHE.parent.mkdir(parents=True, exist_ok=True)
+        tmp = FORMAT_CACHE.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=1))
+        tmp.replace(FORMAT_CACHE)
+    except OSError:
+        pass  # measured again next time
+    return choice
+
+
 def pick_device_and_dtype(device: str | None = None, dtype: str | None = None) -> tuple[str, Any]:
     import torch
 
@@ -55,7 +139,7 @@ def pick_device_and_dtype(device: str | None = None, dtype: str | None = None) -
         if device.startswith("cuda"):
             dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
         else:
-            dtype = "bfloat16" if cpu_has_bf16() else "float32"
+            dtype = measured_cpu_dtype()
     return device, getattr(torch, dtype)
 
 
@@ -84,7 +168,7 @@ class TransformersEngine(Engine):
         *,
         device: str | None = None,
         dtype: str | None = None,
-        max_batch: int = 32,
+        max_batch: int = 64,
         kv_cache_gb: float = 4.0,
         deterministic: bool = False,
         progress: Any = None,
@@ -215,24 +299,72 @@ class TransformersEngine(Engine):
     def submit_all(self, requests: Sequence[tuple[GenerationRequest, SampleDelta | None]]
                    ) -> list[Submission]:
         subs = [Submission(r, d) for r, d in requests]
+        self.batcher().submit(subs)
+        return subs
+
+    def batcher(self) -> ContinuousBatcher:
+        """The decode loop (started on first use)."""
         # Not the engine lock: the decode loop holds that for a whole step, and a scheduler
         # submitting many small requests must not wait a step for each.
         with self._batcher_lock:
             if self._batcher is None:
                 self._batcher = self._start_batcher()
-            batcher = self._batcher
-        batcher.submit(subs)
-        return subs
+            return self._batcher
 
     def _start_batcher(self) -> ContinuousBatcher:
         cfg = self.base.config
         heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         per_token = 2 * cfg.num_hidden_layers * heads * head_dim * self.base.dtype.itemsize
+        register_attention()
+        if self.base.config._attn_implementation != ATTENTION:
+            self.base.set_attn_implementation(ATTENTION)  # other calls still run plain SDPA
+        if self.base.config._attn_implementation != ATTENTION:
+            raise ModelError(f"{self.model_name} does not use transformers' attention interface, "
+                             "which the embedded engine's batching needs")
+        cache = SlotCache(cfg.num_hidden_layers, heads, head_dim, self.base.dtype, self.device)
         return ContinuousBatcher(
-            self._forward, self.encode, self.tokenizer, self.eos_ids, self._lock,
+            self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
-            pad_id=int(self.tokenizer.pad_token_id), device=self.device)
+            pad_id=int(self.tokenizer.pad_token_id))
+
+    def _flat_forward(self, plan: Any, adapters: list[str | None], tokens: list[int],
+                      positions: list[int], keep: list[int]) -> Any:
+        """One flat forward of the decode loop (`coopcode.engines.flat_step`): each token
+        under its own adapter; the logits at the positions in `keep`."""
+        import torch
+
+        names = {a for a in adapters if a is not None}
+        for name in names:
+            if name not in self._adapters:
+                raise ModelError(f"adapter {name!r} is not loaded")
+        inputs = dict(input_ids=torch.tensor([tokens], device=self.device),
+                      position_ids=torch.tensor([positions], device=self.device), use_cache=False,
+                      logits_to_keep=torch.tensor(keep, dtype=torch.long, device=self.device),
+                      coop_step=plan)
+        if self.peft is None:
+            return self.base(**inputs).logits[0]
+        lora = self._token_lora()
+        if names:
+            code = {n: i for i, n in enumerate(sorted(names), start=1)}
+            which = torch.tensor([code.get(a, 0) if a is not None else 0 for a in adapters])
+            lora.rows = {n: (which == i).nonzero().flatten().to(self.device) for n, i in code.items()}
+        try:
+            with lora.peft_off():
+                return self.base(**inputs).logits[0]
+        finally:
+            lora.rows = {}
+
+    def _token_lora(self) -> TokenLora:
+        """The LoRA hooks of the current PEFT model and adapters (new adapters may wrap new
+        layers, so a new set of adapters gets new hooks)."""
+        names = tuple(sorted(self._adapters))
+        lora = getattr(self, "_lora", None)
+        if lora is None or lora.peft is not self.peft or lora.names != names:
+            if lora is not None:
+                lora.remove()
+            lora = self._lora = TokenLora(self.peft, names)
+        return lora
 
     def _forward(self, adapters: list[str | None], **inputs: Any) -> Any:
         """One forward pass of rows that use these adapters (None: the bare base)."""
@@ -256,10 +388,14 @@ class TransformersEngine(Engine):
         return {"dtype": str(self.dtype).replace("torch.", ""), "device": self.device,
                 "max_batch": self.max_batch, "deterministic": self.deterministic}
 
-    @property
-    def decode_steps(self) -> int:
-        """Decode steps the loop has run (prefills not counted)."""
-        return self._batcher.steps if self._batcher is not None else 0
+    def work_done(self) -> dict[str, int]:
+        """Forwards the decode loop has run, the prompt and decode tokens they held, and the
+        prompt tokens copied from another row's cache instead."""
+        b = self._batcher
+        if b is None:
+            return {"forwards": 0, "prompt_tokens": 0, "decode_tokens": 0, "reused_tokens": 0}
+        return {"forwards": b.steps, "prompt_tokens": b.prompt_tokens,
+                "decode_tokens": b.decode_tokens, "reused_tokens": b.reused_tokens}
 
     def close(self) -> None:
         with self._batcher_lock:
