@@ -22,6 +22,7 @@ row is in one flat sequence).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -219,14 +220,17 @@ class TokenLora:
         from peft.tuners.lora import LoraLayer
 
         self.peft, self.names = peft_model, names
-        self.rows: dict[str, Any] = {}
+        self.rows: dict[str, Any] = {}  # set for one pass, by the thread in `thread`
+        self.thread = 0
         self.layers: list[Any] = [m for m in peft_model.modules()
                                   if isinstance(m, LoraLayer) and hasattr(m, "lora_A")]
         self.hooks = [m.register_forward_hook(self._add) for m in self.layers]
 
     @contextmanager
     def peft_off(self) -> Iterator[None]:
-        """PEFT's own LoRA delta off for one pass (each layer as it was afterwards)."""
+        """PEFT's own LoRA delta off for one pass of this thread (each layer as it was
+        afterwards)."""
+        self.thread = threading.get_ident()
         was = [m.disable_adapters for m in self.layers]
         for m, off in zip(self.layers, was):
             if not off:
@@ -239,8 +243,8 @@ class TokenLora:
                     m.enable_adapters(True)
 
     def _add(self, module: Any, args: tuple[Any, ...], out: Any) -> Any:
-        if not self.rows:
-            return None
+        if not self.rows or threading.get_ident() != self.thread:
+            return None  # not our pass (a trainer's forward in its own thread, say)
         x, flat = args[0][0], out[0]
         for name, idx in self.rows.items():
             if name not in module.lora_A:
@@ -253,7 +257,8 @@ class TokenLora:
                                  "batching does not apply")
             a, b = module.lora_A[name], module.lora_B[name]
             delta = b(a(x.index_select(0, idx).to(a.weight.dtype))) * module.scaling[name]
-            flat.index_add_(0, idx, delta.to(flat.dtype))
+            # As PEFT adds it: in the wider of the two dtypes, then rounded to the output's.
+            flat.index_copy_(0, idx, (flat.index_select(0, idx) + delta).to(flat.dtype))
         return out
 
     def remove(self) -> None:
