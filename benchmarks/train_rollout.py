@@ -1,7 +1,7 @@
 """Training steps: a rollout batch of several problems vs one problem per step, and who samples.
 
-    .venv/bin/python benchmarks/train_rollout.py [--part batch|vllm|both] [--problems 4] [-G 4]
-                                                 [--max-new-tokens 256]
+    .venv/bin/python benchmarks/train_rollout.py [--part batch|vllm|both|engines] [--problems 4]
+                                                 [-G 4] [--max-new-tokens 256] [--before REV]
 
 The embedded 0.5B pair (MAGRPO, sequential, the execution reward in the sandbox), the same
 problems (the first --problems of the HumanEval train split), G and seed on both sides:
@@ -13,6 +13,9 @@ problems (the first --problems of the HumanEval train split), G and seed on both
 - vllm: one step with the rollout batch, sampled by `vllm serve` (the CPU build in
   .venv-vllm, adapters handed over through /v1/load_lora_adapter) vs by the local engine:
   step time of each, as measured.
+- engines: one step with the rollout batch on the embedded engine of git revision --before
+  (the code as it was, unpacked from git) and on this checkout's, each in a child process,
+  one after the other: step, sampling and update seconds of each, and the ratios.
 """
 
 from __future__ import annotations
@@ -88,9 +91,63 @@ def vllm_part(args: Any, problems: list[Any], sandbox: Any) -> None:
     print(f"vllm: local / vllm serve step time {local_s / remote_s:.2f}")
 
 
+CHILD = """
+import json, sys, time
+import coopcode
+from coopcode.engines.transformers_engine import TransformersEngine
+from coopcode.problems import load_problems
+from coopcode.train.config import TrainConfig
+from coopcode.train.magrpo import MAGRPOTrainer
+from sandbox import open_sandbox
+n, G, tokens = (int(a) for a in sys.argv[1:4])
+problems = load_problems("humaneval:train")[:n]
+with open_sandbox("auto") as sb, TransformersEngine(None) as engine:
+    config = TrainConfig(group_size=G, max_new_tokens=tokens, problems_per_step=n, limit=n,
+                         warmup_steps=0)
+    trainer = MAGRPOTrainer(engine, config, problems, sandbox=sb)
+    t0 = time.perf_counter()
+    m = trainer.train_step()
+    print(json.dumps({"step": time.perf_counter() - t0, "sampling": m["gen_seconds"],
+                      "update": m["update_seconds"], "code": coopcode.__file__}))
+"""
+
+
+def engines_part(args: Any) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    n = len(args.problem_ids)
+    print(f"\n== engines: one MAGRPO step of {n} problems (--rollout-batch {n}), G={args.G}, "
+          f"max_new_tokens={args.max_new_tokens}; before = {args.before}, after = this checkout")
+    repo = Path(__file__).resolve().parents[1]
+    before = Path(tempfile.mkdtemp()) / "before"
+    before.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", args.before],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+    got = {}
+    for name, tree in (("before", before), ("after", repo)):
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        done = subprocess.run([sys.executable, "-c", CHILD, str(n), str(args.G),
+                               str(args.max_new_tokens)], cwd=tree, env=env,
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"{name}: the step failed: {done.stderr.strip()[-2000:]}")
+        got[name] = json.loads(done.stdout.strip().splitlines()[-1])
+        r = got[name]
+        print(f"{name:<7} step {r['step']:7.1f} s  sampling {r['sampling']:7.1f} s  "
+              f"update {r['update']:6.1f} s  ({r['code']})")
+    b, a = got["before"], got["after"]
+    print(f"engines: after/before step time {a['step'] / b['step']:.2f}, sampling "
+          f"{a['sampling'] / b['sampling']:.2f}, update {a['update'] / b['update']:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=("batch", "vllm", "both"), default="batch")
+    ap.add_argument("--part", choices=("batch", "vllm", "both", "engines"), default="batch")
+    ap.add_argument("--before", default="d4efd26", help="--part engines: the earlier revision")
     ap.add_argument("--problems", type=int, default=4)
     ap.add_argument("-G", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=256)
@@ -100,6 +157,10 @@ def main() -> None:
     from sandbox import open_sandbox
 
     problems = load_problems("humaneval:train")[:args.problems]
+    if args.part == "engines":
+        args.problem_ids = [p.task_id for p in problems]
+        engines_part(args)
+        return
     with open_sandbox("auto", warn=print) as sb:
         if args.part in ("batch", "both"):
             batch_part(args, problems, sb)
