@@ -29,7 +29,7 @@ def assert_greedy(engine: TransformersEngine, prompt: str, token_ids: list[int],
 
     ids = engine.encode(prompt)
     with torch.inference_mode():
-        out = engine._forward([adapter], input_ids=torch.tensor([ids + token_ids]))
+        out = engine._forward(adapter, input_ids=torch.tensor([ids + token_ids]))
     steps = out.logits[0].float()[len(ids) - 1:len(ids) - 1 + len(token_ids)]
     picked = steps.gather(-1, torch.tensor(token_ids)[:, None])[:, 0]
     gap = steps.max(dim=-1).values - picked

@@ -340,11 +340,14 @@ class ContinuousBatcher:
             tokens.append(row.ids[-1])
             positions.append(pos)
             adapters.append(row.adapter)
-        room = self.step_tokens - len(tokens)
+        n_dec = len(self.decoding)
+        keep = list(range(n_dec))  # the positions whose logits are sampled from
+        room = self.step_tokens - n_dec
         ending: list[Prefill] = []
-        held = self._held_prompts()
+        held = None
         for pre in self.prefilling:
             if pre.done == 0:
+                held = self._held_prompts() if held is None else held
                 self._reuse_prefix(pre, held)
             n = min(room, len(pre.prompt) - pre.done)
             if n <= 0:
@@ -357,13 +360,7 @@ class ContinuousBatcher:
             room -= n
             if pre.done == len(pre.prompt):
                 ending.append(pre)
-        n_dec = len(self.decoding)
-        keep = list(range(n_dec))
-        offset = n_dec
-        for slot, _start, n, _t0 in plan.chunks:
-            offset += n
-            if any(p.slot == slot for p in ending):
-                keep.append(offset - 1)
+                keep.append(len(tokens) - 1)
         if self.trace is not None:
             self.trace.append(Forward(self.running, n_dec, [c[2] for c in plan.chunks],
                                       sorted({str(a) for a in adapters})))

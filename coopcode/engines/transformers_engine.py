@@ -39,8 +39,6 @@ from coopcode.engines.flat_step import ATTENTION, SlotCache, TokenLora, register
 from coopcode.errors import ModelError
 from coopcode.models import ResolvedModel, resolve_model
 
-BASE = "__base__"  # PEFT's name for "no adapter" in a mixed-adapter batch
-
 
 def cpu_has_bf16() -> bool:
     """Whether the CPU has native bf16 instructions and torch may use them
@@ -212,6 +210,7 @@ class TransformersEngine(Engine):
         )
         self.eos_ids = self._eos_ids()
         self.peft: Any = None  # a PeftModel around `base` once an adapter is loaded
+        self._lora: TokenLora | None = None  # its per-token LoRA hooks (the decode loop's)
         self._adapters: dict[str, str] = {}
         self._lock = threading.RLock()
         torch.set_grad_enabled(False)
@@ -345,10 +344,8 @@ class TransformersEngine(Engine):
         if self.peft is None:
             return self.base(**inputs).logits[0]
         lora = self._token_lora()
-        if names:
-            code = {n: i for i, n in enumerate(sorted(names), start=1)}
-            which = torch.tensor([code.get(a, 0) if a is not None else 0 for a in adapters])
-            lora.rows = {n: (which == i).nonzero().flatten().to(self.device) for n, i in code.items()}
+        lora.rows = {n: torch.tensor([i for i, a in enumerate(adapters) if a == n],
+                                     device=self.device) for n in names}
         try:
             with lora.peft_off():
                 return self.base(**inputs).logits[0]
@@ -359,30 +356,25 @@ class TransformersEngine(Engine):
         """The LoRA hooks of the current PEFT model and adapters (new adapters may wrap new
         layers, so a new set of adapters gets new hooks)."""
         names = tuple(sorted(self._adapters))
-        lora = getattr(self, "_lora", None)
+        lora = self._lora
         if lora is None or lora.peft is not self.peft or lora.names != names:
             if lora is not None:
                 lora.remove()
             lora = self._lora = TokenLora(self.peft, names)
         return lora
 
-    def _forward(self, adapters: list[str | None], **inputs: Any) -> Any:
-        """One forward pass of rows that use these adapters (None: the bare base)."""
-        names = set(adapters)
+    def _forward(self, adapter: str | None, **inputs: Any) -> Any:
+        """A plain forward of the model under one adapter (None: the bare base), outside
+        the decode loop."""
+        if adapter is not None and adapter not in self._adapters:
+            raise ModelError(f"adapter {adapter!r} is not loaded")
         if self.peft is None:
-            if names != {None}:
-                raise ModelError(f"adapter {next(n for n in names if n)!r} is not loaded")
             return self.base(**inputs)
-        for name in names - {None}:
-            if name not in self._adapters:
-                raise ModelError(f"adapter {name!r} is not loaded")
-        if names == {None}:
+        if adapter is None:
             with self.peft.disable_adapter():
                 return self.peft(**inputs)
-        if len(names) == 1:
-            self.peft.set_adapter(adapters[0])
-            return self.peft(**inputs)
-        return self.peft(**inputs, adapter_names=[a or BASE for a in adapters])
+        self.peft.set_adapter(adapter)
+        return self.peft(**inputs)
 
     def describe(self) -> dict[str, object]:
         return {"dtype": str(self.dtype).replace("torch.", ""), "device": self.device,
