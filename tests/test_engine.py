@@ -159,6 +159,86 @@ def test_the_number_format_is_measured_once_per_machine(tmp_path: Path,
     assert done.stdout.strip() == "float32", done.stderr[-2000:]
 
 
+def test_a_one_token_forward_runs_on_the_kernels_measured_fastest_for_it(
+        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A single row's forward is a matrix-vector product: which kernels do it fastest
+    (oneDNN or torch's own) is timed on the model once and remembered, and only one-token
+    forwards switch; oneDNN is on again after each."""
+    import torch
+
+    from coopcode.engines import transformers_engine as te
+
+    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
+    engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
+    try:
+        engine.batcher()
+        (entry,) = [v for v in json.loads((tmp_path / "cpu-format.json").read_text()).values()
+                    if "one_row" in v]
+        assert entry["one_row"] == min(entry["seconds"], key=entry["seconds"].get) == engine.one_row
+        engine.one_row = "aten"  # as measured on an EPYC with native bf16
+        seen: list[tuple[int, bool]] = []
+        hook = engine.base.register_forward_pre_hook(
+            lambda _m, _a, kw: seen.append((kw["input_ids"].shape[1], torch.backends.mkldnn.enabled)),
+            with_kwargs=True)
+        prompt = _prompt(engine)
+        greedy = SamplingParams(n=1, max_new_tokens=6, temperature=0.0)
+        engine.generate([GenerationRequest(prompt, greedy)])
+        engine.generate([GenerationRequest(prompt, greedy.with_(n=2))])  # two rows per step
+        hook.remove()
+        assert {tokens == 1 for tokens, _ in seen} == {True, False}
+        assert all(enabled == (tokens > 1) for tokens, enabled in seen), seen
+        assert torch.backends.mkldnn.enabled
+    finally:
+        engine.close()
+
+
+def test_an_idle_thread_gives_its_cpu_workers_back(tiny_model_dir: Path) -> None:
+    """A thread that has run a parallel kernel keeps a team of OpenMP workers, which slow the
+    thread that computes next (BENCHMARKS: a one-token forward 50 vs 36 ms); `release` lets
+    them go, and the engine's decode loop and the threads that submit to it both call it."""
+    import torch
+
+    from coopcode.engines import cpu_threads
+
+    if torch.get_num_threads() < 2:
+        pytest.skip("one CPU thread: no OpenMP workers to give back")
+    tasks = lambda: len(os.listdir("/proc/self/task"))  # noqa: E731
+    seen: dict[str, int | bool] = {}
+
+    def work() -> None:
+        torch.ones(1 << 22).sum()  # a parallel kernel: this thread gets its team
+        seen["working"] = tasks()
+        seen["released"] = cpu_threads.release()
+        seen["idle"] = tasks()
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    assert seen["released"] is True
+    assert seen["idle"] == seen["working"] - (torch.get_num_threads() - 1)
+
+    callers: list[str] = []
+    real = cpu_threads.release
+
+    def noted() -> bool:
+        callers.append(threading.current_thread().name)
+        return real()
+
+    engine = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=4)
+    try:
+        engine.batcher()
+        cpu_threads.release = noted
+        engine.generate([GenerationRequest(_prompt(engine), SamplingParams(n=2, max_new_tokens=4))])
+        for _ in range(100):  # the loop goes idle just after the last row finishes
+            if "coopcode-decode" in callers:
+                break
+            threading.Event().wait(0.02)
+    finally:
+        cpu_threads.release = real
+        engine.close()
+    assert "coopcode-decode" in callers and threading.current_thread().name in callers
+
+
 def test_two_adapters_on_one_base(tiny_model_dir: Path, tmp_path: Path) -> None:
     engine = TransformersEngine(str(tiny_model_dir), dtype="float32")
     helper = make_adapter(tiny_model_dir, tmp_path / "helper", seed=1)

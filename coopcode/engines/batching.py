@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from coopcode.engines import cpu_threads
 from coopcode.engines.base import Completion, Submission, derive_seed
 from coopcode.engines.flat_step import SlotCache, StepPlan
 from coopcode.engines.stops import find_stop, safe_length, stop_search_start
@@ -261,6 +262,8 @@ class ContinuousBatcher:
 
         while True:
             with self.cv:
+                if not self.closed and not self.waiting and not self.running:
+                    cpu_threads.release()  # idle: the threads that compute next get the cores
                 while not self.closed and not self.waiting and not self.running:
                     self.cv.wait()
                 if self.closed:

@@ -211,7 +211,8 @@ def register_attention() -> None:
 class TokenLora:
     """Per-token LoRA deltas on a PEFT model whose own delta is switched off for the pass.
 
-    `rows` maps an adapter name to the flat positions of its tokens; a forward hook on each
+    `rows` maps an adapter name to the flat positions of its tokens (None: all of them); a
+    forward hook on each
     LoRA layer adds `B(A(x)) * scaling` of that adapter to those positions (what PEFT adds for
     a whole batch, in the same dtype and order: base output first, then the delta).
     """
@@ -229,23 +230,22 @@ class TokenLora:
     @contextmanager
     def peft_off(self) -> Iterator[None]:
         """PEFT's own LoRA delta off for one pass of this thread (each layer as it was
-        afterwards)."""
+        afterwards). The layers' flag is set directly: PEFT's `enable_adapters` also resets
+        every adapter's `requires_grad`, which costs a single-token forward a third of its
+        time and is not ours to change (a trainer sets it)."""
         self.thread = threading.get_ident()
-        was = [m.disable_adapters for m in self.layers]
-        for m, off in zip(self.layers, was):
-            if not off:
-                m.enable_adapters(False)
+        was = [m._disable_adapters for m in self.layers]
+        for m in self.layers:
+            m._disable_adapters = True
         try:
             yield
         finally:
             for m, off in zip(self.layers, was):
-                if not off:
-                    m.enable_adapters(True)
+                m._disable_adapters = off
 
     def _add(self, module: Any, args: tuple[Any, ...], out: Any) -> Any:
         if not self.rows or threading.get_ident() != self.thread:
             return None  # not our pass (a trainer's forward in its own thread, say)
-        x, flat = args[0][0], out[0]
         for name, idx in self.rows.items():
             if name not in module.lora_A:
                 if name in getattr(module, "lora_embedding_A", {}):
@@ -256,6 +256,11 @@ class TokenLora:
                 raise ValueError(f"adapter {name!r} uses DoRA, which the embedded engine's "
                                  "batching does not apply")
             a, b = module.lora_A[name], module.lora_B[name]
+            if idx is None:  # every token of the pass: PEFT's own arithmetic, no gather
+                delta = b(a(args[0].to(a.weight.dtype))) * module.scaling[name]
+                out = (out + delta).to(out.dtype)
+                continue
+            x, flat = args[0][0], out[0]
             delta = b(a(x.index_select(0, idx).to(a.weight.dtype))) * module.scaling[name]
             # As PEFT adds it: in the wider of the two dtypes, then rounded to the output's.
             flat.index_copy_(0, idx, (flat.index_select(0, idx) + delta).to(flat.dtype))

@@ -13,7 +13,11 @@ flat sequence (`coopcode.engines.flat_step`):
 - the n samples of a prompt share one prefill of it (its cache is copied to the n rows);
 - a row that has finished (EOS, stop string, budget) leaves at once, freeing its slot;
 - helper, main and bare-base rows share every forward (each token gets its own adapter's
-  LoRA delta).
+  LoRA delta);
+- a forward of a single token (one stream, as the TUI shows) runs on whichever matrix
+  kernels, oneDNN's or torch's own, were measured fastest for it on this machine and model
+  (`one_row_kernels`), and threads that wait on the decode loop give their CPU workers back
+  (`coopcode.engines.cpu_threads`).
 
 Each sample draws from its own random generator, seeded from (params.seed, sample index), so
 its random draws do not depend on which batch it landed in. Its *arithmetic* does: matrix
@@ -29,10 +33,12 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from coopcode.engines import cpu_threads
 from coopcode.engines.base import Engine, GenerationRequest, SampleDelta, Submission
 from coopcode.engines.batching import ContinuousBatcher
 from coopcode.engines.flat_step import ATTENTION, SlotCache, TokenLora, register_attention
@@ -99,33 +105,104 @@ def time_cpu_formats(rows: int = 32, d_in: int = 896, d_out: int = 4864, reps: i
     return seconds
 
 
-def measured_cpu_dtype() -> str:
-    """The number format the embedded engine runs in on this CPU: bf16 or fp32, whichever
-    multiplies a full batch faster here, measured once per machine (and torch, and thread
-    count) and remembered in FORMAT_CACHE. A full batch, because benches and training spend
-    their time there: on a CPU with native bf16 that is bf16; on an AVX2-only CPU torch
-    emulates bf16 and fp32 is faster (BENCHMARKS.md, "Number formats")."""
+def _remembered(key: str) -> dict[str, Any]:
+    """What FORMAT_CACHE holds for `key` ({} if nothing, or the file is unreadable)."""
     import json
 
-    key = _cpu_key()
+    try:
+        known = json.loads(FORMAT_CACHE.read_text())
+    except (OSError, ValueError):
+        return {}
+    entry = known.get(key) if isinstance(known, dict) else None
+    return entry if isinstance(entry, dict) else {}
+
+
+def _remember(key: str, entry: dict[str, Any]) -> None:
+    """Store `entry` under `key` in FORMAT_CACHE (written whole, then renamed; a failure only
+    means measuring again next time)."""
+    import json
+
     try:
         known = json.loads(FORMAT_CACHE.read_text())
     except (OSError, ValueError):
         known = {}
-    if isinstance(known, dict) and known.get(key, {}).get("dtype") in ("bfloat16", "float32"):
-        return str(known[key]["dtype"])
-    seconds = time_cpu_formats()
-    choice = "bfloat16" if seconds["bfloat16"] < seconds["float32"] else "float32"
     known = known if isinstance(known, dict) else {}
-    known[key] = {"dtype": choice, "seconds": seconds}
+    known[key] = entry
     try:
         FORMAT_CACHE.parent.mkdir(parents=True, exist_ok=True)
         tmp = FORMAT_CACHE.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(known, indent=1))
         tmp.replace(FORMAT_CACHE)
     except OSError:
-        pass  # measured again next time
+        pass
+
+
+def measured_cpu_dtype() -> str:
+    """The number format the embedded engine runs in on this CPU: bf16 or fp32, whichever
+    multiplies a full batch faster here, measured once per machine (and torch, and thread
+    count) and remembered in FORMAT_CACHE. A full batch, because benches and training spend
+    their time there: on a CPU with native bf16 that is bf16; on an AVX2-only CPU torch
+    emulates bf16 and fp32 is faster (BENCHMARKS.md, "Number formats")."""
+    key = _cpu_key()
+    known = _remembered(key)
+    if known.get("dtype") in ("bfloat16", "float32"):
+        return str(known["dtype"])
+    seconds = time_cpu_formats()
+    choice = "bfloat16" if seconds["bfloat16"] < seconds["float32"] else "float32"
+    _remember(key, {"dtype": choice, "seconds": seconds})
     return choice
+
+
+def one_row_kernels(model: Any, key: str, reps: int = 3) -> str:
+    """Which matrix kernels a forward of a single token runs fastest with here: "onednn"
+    (torch's default on a CPU) or "aten" (torch's own, oneDNN switched off), timed on
+    `model` itself (best of `reps` single-token forwards each) and remembered under `key`.
+
+    A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
+    with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
+    where torch's own kernel took 7.3, and the whole one-token forward 70 against 41 ms,
+    while for 32 rows oneDNN is several times faster (BENCHMARKS.md, "A single stream").
+    So the decode loop picks per forward: these kernels for one token, oneDNN otherwise."""
+    import torch
+
+    known = _remembered(key)
+    if known.get("one_row") in ("onednn", "aten"):
+        return str(known["one_row"])
+    if not torch.backends.mkldnn.is_available():
+        return "aten"
+    ids = torch.tensor([[0]], device=model.device)
+    seconds = {}
+    with torch.inference_mode():
+        for kernels in ("onednn", "aten"):
+            with onednn(kernels == "onednn"):
+                model(input_ids=ids, use_cache=False)  # kernel selection, first touch
+                best = float("inf")
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    model(input_ids=ids, use_cache=False)
+                    best = min(best, time.perf_counter() - t0)
+            seconds[kernels] = best
+    choice = min(seconds, key=seconds.__getitem__)
+    _remember(key, {"one_row": choice, "seconds": seconds})
+    return choice
+
+
+@contextmanager
+def onednn(enabled: bool) -> Iterator[None]:
+    """oneDNN (mkldnn) on or off for the matrix products inside (a process-wide switch of
+    torch's: a forward in another thread meanwhile runs with the same kernels, slower or
+    faster but the same products)."""
+    import torch
+
+    was = torch.backends.mkldnn.enabled
+    if was == enabled:
+        yield
+        return
+    torch._C._set_mkldnn_enabled(enabled)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(was)
 
 
 def pick_device_and_dtype(device: str | None = None, dtype: str | None = None) -> tuple[str, Any]:
@@ -211,6 +288,7 @@ class TransformersEngine(Engine):
         self.eos_ids = self._eos_ids()
         self.peft: Any = None  # a PeftModel around `base` once an adapter is loaded
         self._lora: TokenLora | None = None  # its per-token LoRA hooks (the decode loop's)
+        self.one_row = "onednn"  # the kernels of a one-token forward (`one_row_kernels`)
         self._adapters: dict[str, str] = {}
         self._lock = threading.RLock()
         torch.set_grad_enabled(False)
@@ -299,6 +377,7 @@ class TransformersEngine(Engine):
                    ) -> list[Submission]:
         subs = [Submission(r, d) for r, d in requests]
         self.batcher().submit(subs)
+        cpu_threads.release()  # this thread now waits on the decode thread: give it the cores
         return subs
 
     def batcher(self) -> ContinuousBatcher:
@@ -322,6 +401,10 @@ class TransformersEngine(Engine):
             raise ModelError(f"{self.model_name} does not use transformers' attention interface, "
                              "which the embedded engine's batching needs")
         cache = SlotCache(cfg.num_hidden_layers, heads, head_dim, self.base.dtype, self.device)
+        if self.device == "cpu":
+            key = f"{_cpu_key()} | {self.model_fingerprint} | {self.base.dtype}"
+            with self.peft.disable_adapter() if self.peft is not None else nullcontext():
+                self.one_row = one_row_kernels(self.base, key)
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
@@ -341,11 +424,21 @@ class TransformersEngine(Engine):
                       position_ids=torch.tensor([positions], device=self.device), use_cache=False,
                       logits_to_keep=torch.tensor(keep, dtype=torch.long, device=self.device),
                       coop_step=plan)
+        with onednn(False) if len(tokens) == 1 and self.one_row == "aten" else nullcontext():
+            return self._flat_logits(adapters, names, inputs)
+
+    def _flat_logits(self, adapters: list[str | None], names: set[str], inputs: dict[str, Any]
+                     ) -> Any:
+        import torch
+
         if self.peft is None:
             return self.base(**inputs).logits[0]
         lora = self._token_lora()
-        lora.rows = {n: torch.tensor([i for i, a in enumerate(adapters) if a == n],
-                                     device=self.device) for n in names}
+        if len(names) == 1 and None not in adapters:
+            lora.rows = {n: None for n in names}  # one adapter for every token
+        else:
+            lora.rows = {n: torch.tensor([i for i, a in enumerate(adapters) if a == n],
+                                         device=self.device) for n in names}
         try:
             with lora.peft_off():
                 return self.base(**inputs).logits[0]

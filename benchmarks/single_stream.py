@@ -1,0 +1,96 @@
+"""A single stream (batch 1, the TUI's live view) against the memory-bandwidth limit.
+
+    .venv/bin/python benchmarks/single_stream.py [--tokens 96] [--runs 3] [--adapter DIR]
+
+In one process: the machine's read bandwidth (summing a 1 GiB tensor) and the weights' bytes
+one decode step reads give the limit, bandwidth / bytes per token. Then the embedded engine
+decodes one greedy sample of a HumanEval prompt (decode steps only: from its first streamed
+token to its last), interleaved, best of `--runs`, in three ways:
+- as shipped: a one-token forward on the kernels measured fastest for it here
+  (`one_row_kernels`), and idle threads releasing their OpenMP workers (`cpu_threads`);
+- oneDNN kernels for the one-token forward too (before the measurement picked them);
+- idle threads keeping their OpenMP workers (before `cpu_threads.release`).
+With `--adapter DIR` (a PEFT folder, or a checkpoint with `main/`) the sample is drawn
+under that adapter as well (each token then also pays its LoRA products).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+from number_formats import bytes_per_token, read_bandwidth  # this folder is on sys.path
+
+
+def decode_rate(engine: Any, prompt: str, tokens: int, adapter: str | None) -> float:
+    """Tokens/s between the first and the last streamed token of one greedy sample."""
+    from coopcode.engines import GenerationRequest, SamplingParams
+
+    marks: list[tuple[float, int]] = []
+    counted = [0]
+
+    def on_delta(_sample: int, _text: str, n: int) -> None:
+        counted[0] += n
+        marks.append((time.perf_counter(), counted[0]))
+
+    params = SamplingParams(n=1, max_new_tokens=tokens, temperature=0.0, seed=0)
+    engine.submit(GenerationRequest(prompt, params, adapter=adapter), on_delta).future.result()
+    (t0, n0), (t1, n1) = marks[0], marks[-1]
+    return (n1 - n0) / (t1 - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=96)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--adapter", default=None)
+    args = ap.parse_args()
+
+    import torch
+
+    from coopcode import prompts
+    from coopcode.engines import cpu_threads
+    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.problems import load_humaneval
+
+    engine = TransformersEngine(None)
+    adapters: list[str | None] = [None]
+    if args.adapter:
+        folder = os.path.join(args.adapter, "main")
+        engine.load_adapter("main", folder if os.path.isdir(folder) else args.adapter)
+        adapters.append("main")
+    problem = load_humaneval("test")[0]
+    prompt = prompts.chat(engine.render_chat, prompts.single_message(problem)).text
+    bandwidth = read_bandwidth()
+    per_token = bytes_per_token(engine.base)
+    limit = bandwidth / per_token
+    engine.batcher()  # measures the one-token kernels (or reads what it measured)
+    shipped = engine.one_row
+    release = cpu_threads.release
+    print(f"model {engine.model_name}, {str(engine.dtype).replace('torch.', '')}, "
+          f"{torch.get_num_threads()} threads; read bandwidth {bandwidth / 1e9:.1f} GB/s, "
+          f"{per_token / 1e6:.0f} MB of weights per token: limit {limit:.1f} tok/s; "
+          f"one-token forward measured fastest on {shipped} kernels")
+    ways = {"as shipped": (shipped, release), "oneDNN for one token": ("onednn", release),
+            "idle threads keep their workers": (shipped, lambda: False)}
+    best: dict[tuple[str, str | None], float] = {}
+    for _ in range(args.runs):
+        for way, (kernels, rel) in ways.items():
+            engine.one_row = kernels
+            cpu_threads.release = rel
+            for adapter in adapters:
+                torch.ones(1 << 24).sum()  # this thread computes, as a loader or trainer does
+                rate = decode_rate(engine, prompt, args.tokens, adapter)
+                key = (way, adapter)
+                best[key] = max(best.get(key, 0.0), rate)
+    cpu_threads.release = release
+    for (way, adapter), rate in best.items():
+        print(f"{way:34s} adapter {adapter or 'none':5s} {rate:6.1f} tok/s   "
+              f"{rate / limit:4.0%} of the limit   {rate / best[('as shipped', adapter)]:.2f}x shipped")
+    engine.close()
+
+
+if __name__ == "__main__":
+    main()
