@@ -42,3 +42,19 @@ class Cancelled(Message):
     def __init__(self, run_id: int) -> None:
         super().__init__()
         self.run_id = run_id
+
+
+class SandboxDown(Message):
+    """The sandbox could not judge the program (its backend is down): not a verdict."""
+
+    def __init__(self, run_id: int, text: str) -> None:
+        super().__init__()
+        self.run_id, self.text = run_id, text
+
+
+class SandboxReran(Message):
+    """The sandbox lost a worker while judging and ran the program again (`reruns` times)."""
+
+    def __init__(self, run_id: int, reruns: int) -> None:
+        super().__init__()
+        self.run_id, self.reruns = run_id, reruns

@@ -69,6 +69,8 @@ class Session:
         self._engine_model: str | None = None  # the spec.model the current engine was built for
         self._lock = threading.Lock()
         self.sandbox_ready = threading.Event()
+        self._sandbox_lock = threading.Lock()
+        self.lost = ""  # why the sandbox went down (it is reopened on the next run)
 
     def load_agents(self, spec: AgentsSpec, progress: Progress) -> Agents:
         """Load (or reuse) the base model and put the chosen adapters on it.
@@ -114,11 +116,35 @@ class Session:
         return self.sandbox
 
     def wait_sandbox(self, timeout: float | None = None) -> Any:
-        """The sandbox, waiting for a load in progress; RuntimeError when it is unavailable."""
+        """The sandbox, waiting for a load in progress; RuntimeError when it is unavailable.
+        One that went down (`sandbox_lost`) is opened again here: SandboxUnavailable, one
+        line, if its backend still does not answer."""
+        from sandbox import SandboxUnavailable
+
         self.sandbox_ready.wait(timeout)
+        with self._sandbox_lock:
+            if self.sandbox is None and self.lost:
+                try:
+                    self.sandbox = self.sandbox_opener(self.spec.sandbox, lambda _m: None)
+                except Exception as e:  # noqa: BLE001 - still down: one line, try again later
+                    text = str(e).strip()
+                    raise SandboxUnavailable(text.splitlines()[0] if text else type(e).__name__) from None
+                self.lost = ""
         if self.sandbox is None:
             raise RuntimeError(self.sandbox_error or "the sandbox is not open yet")
         return self.sandbox
+
+    def sandbox_lost(self, sandbox: Any, why: str) -> None:
+        """`sandbox` went down for good (its pool gave up its workers): close it; the next
+        `wait_sandbox` opens a new one."""
+        with self._sandbox_lock:
+            if self.sandbox is not sandbox:
+                return  # already replaced
+            self.sandbox, self.lost = None, why
+        try:
+            sandbox.close()
+        except Exception:  # noqa: BLE001 - its backend is down: closing may fail, harmlessly
+            pass
 
     def close(self) -> None:
         if self.sandbox is not None:

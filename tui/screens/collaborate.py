@@ -34,7 +34,8 @@ from coopcode.cooperation import describe_cooperation
 from coopcode.errors import UserError
 from coopcode.problems import Problem
 from coopcode.schemes import SCHEMES
-from tui.messages import Cancelled, CoopEvent
+from sandbox import SandboxUnavailable
+from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.widgets.agent_pane import AgentPane, style_code
 from tui.widgets.nav import NavBar
 from tui.widgets.results import TestsTable, VerdictSummary
@@ -71,6 +72,7 @@ class CollaborateScreen(Screen[None]):
         self.run_id = 0
         self.generating = False
         self.testing = False
+        self.reruns = 0  # programs the sandbox ran again in this run (a worker was lost)
         self.cancel_event = threading.Event()
         self.attempt: ev.AttemptReady | None = None  # the latest generated attempt
         self.run_problem: Problem | None = None  # the problem the latest attempt solved
@@ -252,6 +254,7 @@ class CollaborateScreen(Screen[None]):
 
     def _start_run(self, problem: Problem, agents: Any, scheme: str, turns: int) -> None:
         self.run_id += 1
+        self.reruns = 0
         self.cancel_event = threading.Event()
         self.generating, self.attempt, self.run_problem = True, None, problem
         self.run_scheme = scheme
@@ -280,6 +283,7 @@ class CollaborateScreen(Screen[None]):
             self.notify("Busy: wait for the current run.", severity="warning")
             return
         self.run_id += 1
+        self.reruns = 0
         self._start_tests(self.run_problem, program, self.run_id)
 
     def action_copy(self) -> None:
@@ -378,7 +382,9 @@ class CollaborateScreen(Screen[None]):
                                  helper_code=attempt.helper_code, main_code=attempt.main_code,
                                  program=program,
                                  syntax_ok=bool(attempt.program and attempt.program.syntax_ok)))
-            self._run_tests(problem, program, scheme, emit)
+            self._run_tests(problem, program, scheme, emit, run_id)
+        except SandboxUnavailable as e:  # an outage, not a verdict: a status line and a retry
+            self.post_message(SandboxDown(run_id, _one_line(e)))
         except Exception as e:  # noqa: BLE001 - shown as one line; the UI must survive it
             emit(ev.Failed(message=_one_line(e)))
 
@@ -394,19 +400,35 @@ class CollaborateScreen(Screen[None]):
             self.post_message(CoopEvent(run_id, event))
 
         try:
-            self._run_tests(problem, program, scheme, emit)
+            self._run_tests(problem, program, scheme, emit, run_id)
+        except SandboxUnavailable as e:
+            self.post_message(SandboxDown(run_id, _one_line(e)))
         except Exception as e:  # noqa: BLE001
             emit(ev.Failed(message=_one_line(e)))
 
-    def _run_tests(self, problem: Problem, program: str, scheme: str, emit: Any) -> None:
-        """Run `program` against the problem's tests in the sandbox (worker thread)."""
+    def _run_tests(self, problem: Problem, program: str, scheme: str, emit: Any,
+                   run_id: int) -> None:
+        """Run `program` against the problem's tests in the sandbox (worker thread). A worker
+        lost meanwhile is replaced and the program run again by the sandbox (said on the
+        screen); a sandbox down for good raises SandboxUnavailable, and the next run opens
+        a new one."""
         from coopcode.rewards import RewardInput, resolve_reward
         from coopcode.solve import SolveConfig
         from sandbox import Job
 
-        sandbox = self.app.session.wait_sandbox()  # type: ignore[attr-defined]
-        verdict = sandbox.run(Job(program=program, tests=problem.tests,
-                                  entry_point=problem.entry_point, timeout=SolveConfig().timeout))
+        session = self.app.session  # type: ignore[attr-defined]
+        sandbox = session.wait_sandbox()
+        reruns = getattr(sandbox, "infra_retries", 0)
+        try:
+            verdict = sandbox.run(Job(program=program, tests=problem.tests,
+                                      entry_point=problem.entry_point,
+                                      timeout=SolveConfig().timeout))
+        except SandboxUnavailable as e:
+            session.sandbox_lost(sandbox, _one_line(e))
+            raise
+        reruns = getattr(sandbox, "infra_retries", 0) - reruns
+        if reruns > 0:
+            self.post_message(SandboxReran(run_id, reruns))
         attempt = self.attempt
         reward = resolve_reward(SolveConfig().reward, scheme)(RewardInput(
             verdict=verdict, main_code=attempt.main_code if attempt else program,
@@ -467,13 +489,31 @@ class CollaborateScreen(Screen[None]):
             main = self.attempt.main_code if self.attempt else ""
             entry = self.run_problem.entry_point if self.run_problem else ""
             self.query_one("#summary", VerdictSummary).show(
-                e.verdict, e.reward, describe_cooperation(main, helper, entry), e.scheme)
+                e.verdict, e.reward, describe_cooperation(main, helper, entry), e.scheme,
+                reruns=self.reruns)
         elif isinstance(e, ev.Failed):
             self.generating = self.testing = False
             for pane in self.query(AgentPane):
                 pane.finish()
             self.query_one("#summary", VerdictSummary).show_idle(f"error: {e.message}")
             self.notify(e.message, severity="error", title="run failed", timeout=8)
+
+    def on_sandbox_reran(self, message: SandboxReran) -> None:
+        if message.run_id == self.run_id:
+            self.reruns = message.reruns
+
+    def on_sandbox_down(self, message: SandboxDown) -> None:
+        """No verdict: the program was not judged. A status line, and Ctrl+B to try again."""
+        if message.run_id != self.run_id:
+            return
+        self._flush_deltas()
+        self.generating = self.testing = False
+        for pane in self.query(AgentPane):
+            pane.finish()
+        self.query_one("#tests", TestsTable).clear()
+        self.query_one("#summary", VerdictSummary).show_outage(message.text)
+        self.notify(f"sandbox down: {message.text}", severity="warning", title="sandbox",
+                    timeout=8)
 
     def on_cancelled(self, message: Cancelled) -> None:
         if message.run_id != self.run_id:

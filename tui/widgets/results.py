@@ -47,8 +47,14 @@ class VerdictSummary(Static):
     def show_idle(self, text: str) -> None:
         self.update(f"[dim]{escape(text)}[/]")
 
+    def show_outage(self, text: str) -> None:
+        """The sandbox is down: the program was not judged (no verdict, no test failed)."""
+        self.update(f"[b yellow]SANDBOX DOWN[/] the program was not judged\n"
+                    f"[dim]{escape(text)}[/]\n"
+                    "Ctrl+B runs the tests again (a new sandbox is opened)")
+
     def show(self, verdict: dict[str, Any], reward: dict[str, float], coop: Cooperation,
-             scheme: str) -> None:
+             scheme: str, reruns: int = 0) -> None:
         status = verdict.get("status", "?")
         style = STATUS_STYLE.get(status, "bold")
         parts = escape(format_terms(reward))
@@ -58,6 +64,9 @@ class VerdictSummary(Static):
         ]
         if verdict.get("detail"):
             lines.append(f"[red]{escape(str(verdict['detail']))}[/]")
+        if reruns:
+            lines.append(f"[yellow]sandbox[/] lost a worker: ran the program again on a fresh "
+                         f"one ({reruns} re-run{'s' if reruns > 1 else ''}; not the program's doing)")
         lines.append(f"[dim]reward[/] [b]{reward.get('total', 0.0):.2f}[/] = {parts}")
         if scheme == "single":
             lines.append("[dim]cooperation[/] single agent (no helper)")
