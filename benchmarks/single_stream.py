@@ -1,6 +1,7 @@
 """A single stream (batch 1, the TUI's live view) against the memory-bandwidth limit.
 
     .venv/bin/python benchmarks/single_stream.py [--tokens 96] [--runs 3] [--adapter DIR]
+                                                 [--omp coopcode|spin]
 
 In one process: the machine's read bandwidth (summing a 1 GiB tensor) and the weights' bytes
 one decode step reads give the limit, bandwidth / bytes per token. Then the embedded engine
@@ -12,6 +13,11 @@ token to its last), interleaved, best of `--runs`, in three ways:
 - idle threads keeping their OpenMP workers (before `cpu_threads.release`).
 With `--adapter DIR` (a PEFT folder, or a checkpoint with `main/`) the sample is drawn
 under that adapter as well (each token then also pays its LoRA products).
+
+`--omp`: how OpenMP's idle workers wait. `coopcode` (default): as every coopcode command
+runs, `OMP_WAIT_POLICY=PASSIVE` (set when `coopcode` is imported, before torch: workers sleep
+at once, robust when another process takes a core). `spin`: libgomp's own default (workers
+spin a while before sleeping), torch imported first so coopcode's setting comes too late.
 """
 
 from __future__ import annotations
@@ -20,8 +26,6 @@ import argparse
 import os
 import time
 from typing import Any
-
-from number_formats import bytes_per_token, read_bandwidth  # this folder is on sys.path
 
 
 def decode_rate(engine: Any, prompt: str, tokens: int, adapter: str | None) -> float:
@@ -46,9 +50,13 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=96)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--adapter", default=None)
+    ap.add_argument("--omp", choices=("coopcode", "spin"), default="coopcode")
     args = ap.parse_args()
 
+    if args.omp == "coopcode":
+        import coopcode  # noqa: F401 - sets OMP_WAIT_POLICY before torch loads
     import torch
+    from number_formats import bytes_per_token, read_bandwidth  # this folder is on sys.path
 
     from coopcode import prompts
     from coopcode.engines import cpu_threads
@@ -70,7 +78,7 @@ def main() -> None:
     shipped = engine.one_row
     release = cpu_threads.release
     print(f"model {engine.model_name}, {str(engine.dtype).replace('torch.', '')}, "
-          f"{torch.get_num_threads()} threads; read bandwidth {bandwidth / 1e9:.1f} GB/s, "
+          f"{torch.get_num_threads()} threads, OpenMP waits: {args.omp}; read bandwidth {bandwidth / 1e9:.1f} GB/s, "
           f"{per_token / 1e6:.0f} MB of weights per token: limit {limit:.1f} tok/s; "
           f"one-token forward measured fastest on {shipped} kernels")
     ways = {"as shipped": (shipped, release), "oneDNN for one token": ("onednn", release),

@@ -2,12 +2,14 @@
 
 PyTorch's CPU kernels run on OpenMP, and OpenMP keeps a team of worker threads per thread that
 has run a parallel kernel. The embedded engine computes on its own decode thread while the
-thread that loaded the model (or trains, or loaded an adapter) waits; measured on a 2-core
-AMD EPYC, a single-token forward of the 0.5B model took 50 ms on a thread after the main
-thread had run one forward, against 36-38 ms when the main thread's team had been released
-(`omp_pause_resource_all`, OpenMP 5.0): the idle team's threads still cost the working one.
-So a thread about to wait on another one's computation calls `release()`; its team is made
-again, in microseconds, the next time it computes.
+thread that loaded the model (or trains, or loaded an adapter) waits. When idle workers spin
+(libgomp's default; coopcode sets `OMP_WAIT_POLICY=PASSIVE`, but a user's environment or a
+program that loaded torch first may not), measured on a 2-core AMD EPYC, a single-token
+forward of the 0.5B model took 50 ms on a thread after the main thread had run one forward,
+against 36-38 ms when the main thread's team had been released (`omp_pause_resource_all`,
+OpenMP 5.0). So a thread about to wait on another one's computation calls `release()`; its
+team is made again, in microseconds, the next time it computes. Under PASSIVE it costs and
+gains next to nothing (BENCHMARKS.md, "A single stream").
 """
 
 from __future__ import annotations

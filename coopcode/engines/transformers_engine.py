@@ -194,7 +194,7 @@ def onednn(enabled: bool) -> Iterator[None]:
     faster but the same products)."""
     import torch
 
-    was = torch.backends.mkldnn.enabled
+    was = torch._C._get_mkldnn_enabled()
     if was == enabled:
         yield
         return
