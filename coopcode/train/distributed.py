@@ -8,7 +8,8 @@ their gradients at the step's last backward; every rank then takes the same opti
 The loss of a rank is normalised by the agents' sample count over *all* ranks, so the
 reduced gradient is the one a single process would compute for the whole batch: a 2-rank
 run and a 1-rank run with the same global batch end with the same adapters (to
-floating-point tolerance). Rank 0 alone writes checkpoints, metrics and events. gloo on a
+floating-point tolerance). Rank 0 alone writes checkpoints, metrics and events; the step's
+samples of every rank are gathered to it for `samples.jsonl`. gloo on a
 CPU, NCCL on GPUs; no home-made gradient exchange.
 """
 
@@ -62,6 +63,19 @@ class Ranks:
             values = [m[k] for m in gathered if m and k in m]
             out[k] = sum(values) / len(values)
         return out
+
+    def gather(self, item: T) -> list[T]:
+        """`item` of every rank, in rank order, on every rank (one process: `[item]`)."""
+        if not self.distributed:
+            return [item]
+        gathered: list[Any] = [None] * self.world
+        torch.distributed.all_gather_object(gathered, item)
+        return gathered
+
+    def in_order(self, shares: list[list[T]]) -> list[T]:
+        """The items of a step in their order, from the ranks' `shard`s of it (round-robin)."""
+        return [share[i] for i in range(max(map(len, shares), default=0))
+                for share in shares if i < len(share)]
 
     def barrier(self) -> None:
         if self.distributed:

@@ -218,8 +218,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
             log.log(step, values, extra={"task_ids": trainer.step_task_ids})
             for warning in watch.new(log.history):  # each kind once, when it first shows
                 emit(Log(message=f"{warning.kind}: {warning.message}", level="warning"))
-            if ranks.main:
-                log_samples(out / "samples.jsonl", step, trainer.last_rollouts)
+            lines = ranks.in_order(ranks.gather(sample_lines(step, trainer.last_rollouts)))
+            if ranks.main:  # every rank's samples of the step, in the step's problem order
+                append_line(out / "samples.jsonl", "".join(f"{line}\n" for line in lines))
             rate = (time.time() - started) / max(1, step - first_step)
             emit(Progress(done=step, total=total, label=f"step {step}/{total}",
                           eta_s=rate * (total - step)))
@@ -251,8 +252,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     return result
 
 
-def log_samples(path: Path, step: int, rollouts: list[Any]) -> None:
-    """What the agents wrote at this step and what it scored (turn 1): for reading a run."""
+def sample_lines(step: int, rollouts: list[Any]) -> list[str]:
+    """What the agents wrote at this step and what it scored (turn 1), one JSON line per
+    problem: `samples.jsonl`, for reading a run."""
     lines = []
     for r in rollouts:
         node = r.root
@@ -262,7 +264,7 @@ def log_samples(path: Path, step: int, rollouts: list[Any]) -> None:
             actions.append({"reward": a.reward.to_dict() if a.reward else None,
                             "passed": a.passed, **codes})
         lines.append(json.dumps({"step": step, "task_id": r.problem.task_id, "actions": actions}))
-    append_line(path, "".join(f"{line}\n" for line in lines))
+    return lines
 
 
 def _check_base(out: Path, engine: Any, resume: bool) -> None:

@@ -8,8 +8,8 @@ from identical weights (deterministic sampling), so they, their rewards and the 
 Later samples come from weights that differ by rounding: on some CPUs (an AVX2-only EPYC,
 fp32) that flips a sampled token of the tiny model's nearly flat distribution, and from there
 the runs are two fair runs, not one. So later steps are compared only while their samples
-agree (rank 0's logged samples are the one-rank run's for the same problems, and the step's
-mean reward is the same); every step's data order must agree regardless."""
+agree (the logged samples, every rank's, are the one-rank run's for the same problems, and
+the step's mean reward is the same); every step's data order must agree regardless."""
 
 from __future__ import annotations
 
@@ -95,6 +95,7 @@ def test_two_ranks_train_what_one_rank_trains(tiny_model_dir: Path, tmp_path: Pa
     assert all(float(t.abs().max()) > 0 for role in first for k, t in first[role].items()
                if "lora_B" in k)
     mine, theirs = _samples(tmp_path / "one"), _samples(tmp_path / "two")
+    assert list(theirs) == list(mine)  # every rank's samples logged, in the step's order
     assert _same_samples(ones, twos, mine, theirs, 1)
     # Later steps, while the samples agree: the updates agree too.
     compared = 1
