@@ -48,7 +48,7 @@ from coopcode.report import write_report
 from coopcode.results import ResultsStore
 from coopcode.rewards import record_reward, resolve_reward
 from coopcode.scheduler import SampleSpec, Scheduler, sample_specs
-from coopcode.schemes import SampleState, get_scheme
+from coopcode.schemes import SampleState, get_scheme, has_helper
 from coopcode.solve import hidden_test_job, score
 from sandbox import Job, Sandbox, Verdict
 
@@ -103,7 +103,7 @@ def record_patterns(record: dict[str, Any]) -> list[str]:
     found = record.get("cooperation")
     if isinstance(found, list):
         return [str(p) for p in found]
-    if record.get("scheme") == "single":
+    if not has_helper(str(record.get("scheme"))):
         return []
     return classify_cooperation(record.get("helper_code") or "", record.get("main_code") or "",
                                 record.get("entry_point") or "")
@@ -154,7 +154,7 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
             for t in per_problem:
                 per_problem[t][f"pass@{k}"] = round(pass_k[t], 6)
                 per_problem[t][f"acc@{k}"] = round(acc_k[t], 6)
-        patterns = [] if scheme == "single" else [set(record_patterns(x)) for x in flat]
+        patterns = [set(record_patterns(x)) for x in flat] if has_helper(scheme) else []
         row["cooperation"] = pattern_rates(patterns) if patterns else {}
         # The share of samples where main uses the helper for more than returning its result.
         row["cooperating_rate"] = round(sum(bool(p & COOPERATING) for p in patterns) / len(flat), 4)
@@ -169,7 +169,7 @@ def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: s
 
     d = attempt.to_dict()
     v = attempt.verdict
-    single = attempt.scheme == "single"
+    single = not has_helper(attempt.scheme)
     d.update({
         "passed": bool(v and v.passed),
         "pass_fraction": v.pass_fraction if v else 0.0,

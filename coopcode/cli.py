@@ -19,8 +19,10 @@ import typer
 from rich.console import Console
 
 from coopcode.bench_config import BenchConfig
+from coopcode.engines.options import EngineConfig
 from coopcode.errors import UserError
-from coopcode.options import config_command
+from coopcode.options import config_command, parse_option
+from coopcode.solve_config import SolveConfig
 
 app = typer.Typer(
     name="coopcode",
@@ -42,17 +44,8 @@ HelperOpt = Annotated[str | None, typer.Option("--helper-adapter", help="LoRA ad
 MainOpt = Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")]
 SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")]
 EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
-EngineOpt = Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU), vllm (in-process, optional extra) or openai (any OpenAI-compatible server: --base-url).")]
-DtypeOpt = Annotated[str | None, typer.Option("--dtype", help="bfloat16 or float32 \\[default: bfloat16 where the CPU has bf16 instructions].")]
-BaseUrlOpt = Annotated[list[str] | None, typer.Option("--base-url", help="--engine openai: an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1; repeat for replicas (least-loaded first).")]
-ApiKeyEnvOpt = Annotated[str | None, typer.Option("--api-key-env", help="--engine openai: the environment variable holding the API key.")]
-HelperModelOpt = Annotated[str | None, typer.Option("--helper-model", help="--engine openai: the served model name the helper uses (e.g. a --lora-modules name).")]
-MainModelOpt = Annotated[str | None, typer.Option("--main-model", help="--engine openai: the served model name the main agent uses.")]
-MaxBatchOpt = Annotated[int | None, typer.Option("--max-batch", help="Rows in flight in the embedded engine \\[default: 64].")]
-KvCacheOpt = Annotated[float | None, typer.Option("--kv-cache-gb", help="The embedded engine's KV cache at most this many GB: rows wait for room beyond it \\[default: 4].")]
 ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Samples generating at once (1: one at a time) \\[default: what fills the engine].")]
 RewardOpt = Annotated[str | None, typer.Option("--reward", help="The reward to score with: seed, seed-grpo or coop (the README's Rewards) \\[default: seed-grpo for one agent, seed for a pair].")]
-DeterministicOpt = Annotated[bool, typer.Option("--deterministic", help="Generate every sample alone, so a seed gives the same text whatever else is generated (a resumed run regenerates exactly); slower. Embedded engine only.")]
 
 
 def _emitter(events: str | None, render: Any) -> Any:
@@ -77,99 +70,34 @@ def _progress(message: str) -> None:
     err.print(f"[dim]{message}[/]", highlight=False)
 
 
-def _dtype(name: str | None) -> str | None:
-    if name not in (None, "bfloat16", "float32", "float16"):
-        raise UserError(f"--dtype {name}: use bfloat16, float32 or float16")
-    return name
-
-
-def _engine_options(engine: str, dtype: str | None, deterministic: bool = False,
-                    max_batch: int | None = None, base_url: list[str] | None = None,
-                    api_key_env: str | None = None, helper_model: str | None = None,
-                    main_model: str | None = None, kv_cache_gb: float | None = None) -> dict[str, Any]:
-    """The engine keyword arguments the options ask for (checked before anything loads)."""
-    from coopcode.inputs import check_at_least, check_between
-
-    kw: dict[str, Any] = {"dtype": _dtype(dtype)}
-    for flag, value in (("--deterministic", deterministic), ("--max-batch", max_batch),
-                        ("--kv-cache-gb", kv_cache_gb)):
-        if value and engine != "transformers":
-            raise UserError(f"{flag} is an option of the embedded engine (--engine transformers), not {engine}")
-    served = {"--base-url": base_url, "--api-key-env": api_key_env, "--helper-model": helper_model,
-              "--main-model": main_model}
-    if engine != "openai":
-        given = [flag for flag, value in served.items() if value]
-        if given:
-            raise UserError(f"{given[0]} is an option of --engine openai")
-    else:
-        if not base_url:
-            raise UserError("--engine openai needs --base-url URL (e.g. http://127.0.0.1:8000/v1)")
-        for url in base_url:
-            if not url.startswith(("http://", "https://")):
-                raise UserError(f"--base-url {url!r}: give an http(s) URL such as http://127.0.0.1:8000/v1")
-        kw.pop("dtype")  # the server chose its dtype
-        kw.update(base_urls=base_url, api_key_env=api_key_env, helper_model=helper_model,
-                  main_model=main_model)
-    if deterministic:
-        kw["deterministic"] = True
-    if max_batch is not None:
-        check_at_least("--max-batch", max_batch)
-        kw["max_batch"] = max_batch
-    if kv_cache_gb is not None:
-        check_between("--kv-cache-gb", kv_cache_gb, 0.0, 1024.0, low_open=True)
-        kw["kv_cache_gb"] = kv_cache_gb
-    return kw
-
-
 def _parse_ks(text: str) -> list[int]:
-    try:
-        return [int(k) for k in text.split(",") if k.strip()]
-    except ValueError:
-        raise UserError(f"--k {text}: expected a comma-separated list of integers like 1,3,5,10") from None
+    """`--k` as every command reads it: `BenchConfig.ks`'s parser."""
+    return list(parse_option(BenchConfig, "ks", text))
 
 
 @app.command()
+@config_command(SolveConfig)
+@config_command(EngineConfig, param="engine_config")
 def solve(
     problem: Annotated[str, typer.Argument(help="A problem.py file, or a HumanEval task id such as HumanEval/0.")],
     model: ModelOpt = None,
-    scheme: Annotated[str, typer.Option(help="single, sequential, parallel, concat or discussion.")] = "sequential",
     helper_adapter: HelperOpt = None,
     main_adapter: MainOpt = None,
-    n: Annotated[int, typer.Option("--n", help="Attempts; the best is shown.")] = 1,
-    temperature: Annotated[float, typer.Option(help="0 is greedy.")] = 0.0,
-    max_new_tokens: Annotated[int, typer.Option(help="Token budget per agent turn.")] = 512,
-    seed: int = 0,
-    turns: Annotated[int, typer.Option(help="Turns; later turns revise from public-example feedback.")] = 1,
+    config: SolveConfig = SolveConfig(),  # one option per SolveConfig field
     sandbox: SandboxOpt = "auto",
-    timeout: Annotated[float, typer.Option(help="CPU seconds per program run.")] = 5.0,
-    reward: RewardOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
     events: EventsOpt = None,
-    dtype: DtypeOpt = None,
-    engine: EngineOpt = "transformers",
-    deterministic: DeterministicOpt = False,
-    max_batch: MaxBatchOpt = None,
-    kv_cache_gb: KvCacheOpt = None,
-    base_url: BaseUrlOpt = None,
-    api_key_env: ApiKeyEnvOpt = None,
-    helper_model: HelperModelOpt = None,
-    main_model: MainModelOpt = None,
+    engine_config: EngineConfig = EngineConfig(),  # one option per EngineConfig field
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
     from coopcode.problems import load_humaneval, load_problem_file
     from coopcode.render import LiveAgents, LogPrinter, print_solve
     from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
-    from coopcode.solve import SolveConfig
     from coopcode.solve import solve as run_solve
 
-    config = SolveConfig(scheme=scheme, n=n, temperature=temperature,
-                         max_new_tokens=max_new_tokens, seed=seed, turns=turns, timeout=timeout,
-                         reward=reward)
-    # Everything a user typed is checked before the model loads: bad input fails in milliseconds.
-    config.validate()
-    check_runtime_names(sandbox=sandbox, engine=engine)
-    engine_kw = _engine_options(engine, dtype, deterministic, max_batch, base_url, api_key_env,
-                                helper_model, main_model, kv_cache_gb)
+    # Everything a user typed is checked before the model loads: bad input fails in
+    # milliseconds (`config` and `engine_config` are validated already).
+    check_runtime_names(sandbox=sandbox)
     if not problem.strip():
         raise UserError("no problem given: pass a problem.py file or a HumanEval task id such as HumanEval/0")
     if problem.startswith("HumanEval/"):
@@ -182,8 +110,9 @@ def solve(
     quiet = as_json or events is not None
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
-    with open_agents(model, helper_adapter, main_adapter, progress=_progress, engine=engine,
-                     **engine_kw) as agents, open_sandbox_for_cli(sandbox, _warn) as sb:
+    with open_agents(model, helper_adapter, main_adapter, progress=_progress,
+                     engine=engine_config.engine, **engine_config.kwargs()) as agents, \
+            open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             result = run_solve(prob, agents.engine, sb, config, helper_adapter=agents.helper_name,
                                main_adapter=agents.main_name, emit=emit)
@@ -204,6 +133,7 @@ def solve(
 
 @app.command()
 @config_command(BenchConfig)
+@config_command(EngineConfig, param="engine_config")
 def bench(
     config: BenchConfig,  # one option per BenchConfig field (coopcode.options)
     model: ModelOpt = None,
@@ -213,15 +143,7 @@ def bench(
     sandbox: SandboxOpt = "auto",
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     events: EventsOpt = None,
-    dtype: DtypeOpt = None,
-    engine: EngineOpt = "transformers",
-    deterministic: DeterministicOpt = False,
-    max_batch: MaxBatchOpt = None,
-    kv_cache_gb: KvCacheOpt = None,
-    base_url: BaseUrlOpt = None,
-    api_key_env: ApiKeyEnvOpt = None,
-    helper_model: HelperModelOpt = None,
-    main_model: MainModelOpt = None,
+    engine_config: EngineConfig = EngineConfig(),  # one option per EngineConfig field
     concurrency: ConcurrencyOpt = None,
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
@@ -234,9 +156,7 @@ def bench(
     from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
 
     # `config` is validated: bad numbers and k > n failed in milliseconds, before anything loads.
-    check_runtime_names(sandbox=sandbox, engine=engine)
-    engine_kw = _engine_options(engine, dtype, deterministic, max_batch, base_url, api_key_env,
-                                helper_model, main_model, kv_cache_gb)
+    check_runtime_names(sandbox=sandbox)
     if concurrency is not None:
         check_at_least("--concurrency", concurrency)
     probs = load_problems(config.problems)
@@ -246,8 +166,9 @@ def bench(
     quiet = as_json or events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
-    with open_agents(model, helper_adapter, main_adapter, progress=_progress, engine=engine,
-                     **engine_kw) as agents, open_sandbox_for_cli(sandbox, _warn) as sb:
+    with open_agents(model, helper_adapter, main_adapter, progress=_progress,
+                     engine=engine_config.engine, **engine_config.kwargs()) as agents, \
+            open_sandbox_for_cli(sandbox, _warn) as sb:
         try:
             summary = run_bench(config, probs, agents.engine, sb, folder,
                                 helper_adapter=agents.helper_adapter, main_adapter=agents.main_adapter,
@@ -356,6 +277,7 @@ def compare(
 
 
 @app.command("paper-table")
+@config_command(EngineConfig, param="engine_config")
 def paper_table(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Table folder: one bench folder per row (resumed when rerun), table.md, table.json, table.png, summaries/ \\[default: runs/table1]. With --from-summaries: where to write the table files (else it is only printed).")] = None,
     rows: Annotated[str, typer.Option("--rows", help="Comma-separated rows: single, pair, grpo, magrpo (the seed paper's) and magrpo-seed1, magrpo-coop, magrpo-coop-seed1 (ours: a replicate, the cooperative reward).")] = "single,pair,grpo,magrpo",
@@ -374,8 +296,7 @@ def paper_table(
     train_max_new_tokens: Annotated[int, typer.Option("--train-max-new-tokens", help="The trainings' token budget per completion (both: the same).")] = 192,
     from_summaries: Annotated[list[Path] | None, typer.Option("--from-summaries", help="Build the table from these row summaries (<row>.json, as written to <out>/summaries/) and run nothing; repeat it to take rows from a later folder instead (a replicate run); with --out, also write table.md, table.json, table.png and summaries/ there.")] = None,
     sandbox: SandboxOpt = "auto",
-    engine: Annotated[str, typer.Option("--engine", help="transformers (default, CPU or GPU) or vllm (in-process, with the adapters as LoRA requests).")] = "transformers",
-    dtype: DtypeOpt = None,
+    engine_config: EngineConfig = EngineConfig(),  # one option per EngineConfig field
     as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
 ) -> None:
     """The seed paper's Table 1 re-made: single, prompted pair, GRPO and MAGRPO rows with intervals.
@@ -407,11 +328,12 @@ def paper_table(
     config.validate()
     check_at_least("--train-steps", train_steps)
     check_at_least("--train-max-new-tokens", train_max_new_tokens)
-    check_runtime_names(sandbox=sandbox, engine=engine)
+    check_runtime_names(sandbox=sandbox)
+    engine = engine_config.engine
     if engine not in ("transformers", "vllm"):
         raise UserError(f"--engine {engine}: paper-table loads the adapters itself (transformers or "
                         "vllm); bench served adapters with `coopcode bench` instead")
-    engine_kw = _engine_options(engine, dtype)
+    engine_kw = engine_config.kwargs()
     plan = pt.TablePlan(rows=pt.parse_rows(rows), out=check_output_folder(out_dir),
                         adapter_runs=pt.adapter_runs(model, {"grpo": grpo_adapter,
                                                              "magrpo": magrpo_adapter},

@@ -27,6 +27,7 @@ from coopcode.bench import record_patterns
 from coopcode.cooperation import pattern_rates
 from coopcode.errors import UserError
 from coopcode.metrics import pass_at_k
+from coopcode.schemes import has_helper
 
 CHANGED_MOST = 5  # problems listed per comparison
 
@@ -71,7 +72,7 @@ class Run:
                 "model": self.meta.get("model"),
                 "helper_adapter": self.identity.get("helper_adapter"),
                 "main_adapter": self.identity.get("main_adapter"),
-                "cooperation": pattern_rates(self.patterns) if self.scheme != "single" else {}}
+                "cooperation": pattern_rates(self.patterns) if has_helper(self.scheme) else {}}
 
 
 def _read_records(path: Path) -> list[dict[str, Any]]:

@@ -18,7 +18,8 @@ Metadata an `option` takes besides its default and help:
 - `label`, `form`: the TUI's short label and the field's position on its form (0: not shown).
 
 A tuple field (`ks: tuple[int, ...]`) is typed on the command line and in a form as a
-comma-separated list.
+comma-separated list; with `repeat=True` its flag is given once per item instead
+(`--base-url A --base-url B`), for items that may hold commas.
 """
 
 from __future__ import annotations
@@ -44,13 +45,14 @@ _TYPE_NAMES = {int: "integer", float: "number", str: "text", bool: "boolean"}
 def option(default: Any, help: str, *, flags: tuple[str, ...] = (), label: str = "",
            form: int = 0, choices: tuple[str, ...] = (), noun: str = "value",
            at_least: float | None = None, above: float | None = None, within: str = "",
-           why: str = "") -> Any:
+           why: str = "", repeat: bool = False) -> Any:
     """A dataclass field carrying its default, its one-line help and how it is offered."""
     if within and not _INTERVAL.match(within):
         raise ValueError(f"within={within!r}: write an interval such as '(0, 5]'")
     return field(default=default, metadata={
         "help": help, "flags": flags, "label": label, "form": form, "choices": choices,
-        "noun": noun, "at_least": at_least, "above": above, "within": within, "why": why})
+        "noun": noun, "at_least": at_least, "above": above, "within": within, "why": why,
+        "repeat": repeat})
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class Option:
     above: float | None
     within: str
     why: str
+    repeat: bool  # a tuple whose flag is given once per item
 
     @property
     def flag(self) -> str:
@@ -180,7 +183,8 @@ def _read_options(cls: type) -> tuple[Option, ...]:
             label=meta.get("label") or f.name.replace("_", " "), form=meta.get("form", 0),
             choices=tuple(meta.get("choices", ())), noun=meta.get("noun", "value"),
             at_least=meta.get("at_least"), above=meta.get("above"),
-            within=meta.get("within", ""), why=meta.get("why", "")))
+            within=meta.get("within", ""), why=meta.get("why", ""),
+            repeat=bool(meta.get("repeat")) and kind is tuple))
     return tuple(found)
 
 
@@ -227,6 +231,9 @@ def option_args(config: Any, names: typing.Iterable[str]) -> list[str]:
             on, _, off = opt.flags[0].partition("/")
             if value or off:
                 args.append(on if value else off)
+        elif opt.repeat:
+            for item in value:
+                args += [opt.flag, str(item)]
         else:
             args += [opt.flag, opt.show(value)]
     return args
@@ -270,22 +277,33 @@ def _cli_parameter(opt: Option) -> inspect.Parameter:
     from rich.markup import escape
 
     cli_type: Any = str if opt.kind is tuple else opt.kind
-    if opt.optional:
-        cli_type = cli_type | None
     default = opt.show(opt.default) if opt.kind is tuple else opt.default
+    if opt.repeat:  # typer collects each --flag into a list
+        item: Any = opt.item
+        cli_type, default = list[item] | None, list(opt.default) or None
+    elif opt.optional:
+        cli_type = cli_type | None
     return inspect.Parameter(opt.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                              annotation=Annotated[cli_type, typer.Option(*opt.flags, help=escape(opt.help))])
+
+
+def parse_option(cls: type, name: str, text: str) -> Any:
+    """Field `name` of `cls` as typed on a command line (`--k 1,10`: (1, 10)); UserError
+    naming the flag when `text` is not such a value."""
+    opt = option_named(cls, name)
+    try:
+        return opt.parse(text)
+    except ValueError as e:
+        raise UserError(f"{opt.flag} {text}: {e}") from None
 
 
 def config_from_cli(cls: type, values: dict[str, Any]) -> Any:
     """The validated config from command-line values (lists typed as text are parsed)."""
     for opt in options(cls):
-        if opt.kind is tuple and isinstance(values.get(opt.name), str):
-            text = values[opt.name]
-            try:
-                values[opt.name] = opt.parse(text)
-            except ValueError as e:
-                raise UserError(f"{opt.flag} {text}: {e}") from None
+        if opt.repeat and opt.name in values:
+            values[opt.name] = tuple(values[opt.name] or ())
+        elif opt.kind is tuple and isinstance(values.get(opt.name), str):
+            values[opt.name] = parse_option(cls, opt.name, values[opt.name])
     config = cls(**values)
     config.validate()
     return config

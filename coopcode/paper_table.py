@@ -34,6 +34,7 @@ from coopcode import stats
 from coopcode.cooperation import PATTERNS
 from coopcode.errors import UserError
 from coopcode.run_lock import LOCK_FILE, RunLock
+from coopcode.schemes import has_helper
 
 SUMMARIES = "summaries"  # <out>/summaries/<row>.json: what the table was built from
 
@@ -311,7 +312,7 @@ def render_markdown(table: Mapping[str, Any]) -> str:
                   "|" + "---|" * (len(columns) + 1)]
         for e in profiled:
             p = dict(e["samples_profile"])
-            if e["scheme"] == "single":  # no helper: does not apply
+            if not has_helper(e["scheme"]):  # no helper: does not apply
                 p["main_calls_helper_rate"] = p["cooperating_rate"] = None
             cells = [_number(p.get(key), form) for key, (_, form) in columns.items()]
             lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")

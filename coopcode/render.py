@@ -120,9 +120,11 @@ def print_solve(console: Console, result: dict[str, Any]) -> None:
     verdict = result.get("verdict") or {}
     scheme = result["scheme"]
     parts: list[Any] = []
-    if scheme != "single":
+    from coopcode.schemes import has_helper
+
+    if has_helper(scheme):
         parts.append(code_panel("helper", result["helper_code"], "blue"))
-    parts.append(code_panel("main" if scheme != "single" else "single agent", result["main_code"], "green"))
+    parts.append(code_panel("main" if has_helper(scheme) else "single agent", result["main_code"], "green"))
     parts.append(code_panel("combined program", result["program"], "white"))
     console.print(Group(*parts))
     if verdict.get("detail"):

@@ -1,4 +1,6 @@
-"""`solve`: one problem, both agents, the combined program run against the hidden tests."""
+"""`solve`: one problem, both agents, the combined program run against the hidden tests.
+
+Its settings: `coopcode.solve_config.SolveConfig` (importable from here too)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coopcode.attempts import Attempt
-from coopcode.engines import Engine, SamplingParams
-from coopcode.errors import UserError
+from coopcode.engines import Engine
 from coopcode.events import (
     AttemptReady,
     Emit,
@@ -19,40 +20,12 @@ from coopcode.events import (
     VerdictReady,
     ignore,
 )
-from coopcode.inputs import check_between, check_generation
 from coopcode.problems import Problem
-from coopcode.rewards import Reward, RewardInput, get_reward, resolve_reward
+from coopcode.rewards import Reward, RewardInput, resolve_reward
 from coopcode.scheduler import Scheduler, sample_specs
-from coopcode.schemes import DEFAULT_SCHEME, SCHEMES, PromptBook, SampleState, get_scheme
+from coopcode.schemes import PromptBook, SampleState, get_scheme
+from coopcode.solve_config import SolveConfig
 from sandbox import Job, Sandbox, Verdict
-
-
-@dataclass(frozen=True)
-class SolveConfig:
-    """How to solve one problem."""
-
-    scheme: str = DEFAULT_SCHEME  # single, sequential, parallel, concat, discussion
-    n: int = 1  # attempts; the best one is reported
-    temperature: float = 0.0  # greedy by default: `solve` shows the model's best guess
-    top_p: float = 0.95
-    max_new_tokens: int = 512
-    seed: int = 0
-    turns: int = 1
-    timeout: float = 5.0  # CPU seconds per program in the sandbox
-    reward: str | None = None  # a registered reward; None: the seed paper's for the scheme
-
-    def validate(self) -> None:
-        """Raise UserError (one line) for values a user can get wrong."""
-        if self.scheme not in SCHEMES:
-            raise UserError(f"unknown scheme {self.scheme!r}: use one of {', '.join(SCHEMES)}")
-        if self.reward is not None:
-            get_reward(self.reward)
-        check_generation(self)
-        check_between("--top-p", self.top_p, 0.0, 1.0, low_open=True)
-
-    def sampling(self) -> SamplingParams:
-        return SamplingParams(n=1, max_new_tokens=self.max_new_tokens,
-                              temperature=self.temperature, top_p=self.top_p, seed=self.seed)
 
 
 @dataclass

@@ -17,11 +17,22 @@ from typer.testing import CliRunner
 
 from coopcode.bench_config import BenchConfig
 from coopcode.cli import app
+from coopcode.engines.options import EngineConfig
 from coopcode.errors import UserError
 from coopcode.options import Option, config_command, option, options
+from coopcode.solve_config import SolveConfig
 from coopcode.train.config import TrainConfig
 
-CONFIGS = [(TrainConfig, "train"), (BenchConfig, "bench")]
+CONFIGS = [(TrainConfig, "train"), (BenchConfig, "bench"), (SolveConfig, "solve"),
+           (EngineConfig, "solve"), (EngineConfig, "bench"), (EngineConfig, "paper-table")]
+
+
+def cli_default(opt: Option) -> Any:
+    """The default a field's command-line option has (a list typed as text; a repeated flag:
+    none given)."""
+    if opt.repeat:
+        return None
+    return opt.show(opt.default) if opt.kind is tuple else opt.default
 
 
 def command(name: str) -> Any:
@@ -41,16 +52,16 @@ def test_every_field_is_an_option_with_its_flags_help_and_default(cls: type, nam
         assert [*param.opts, *param.secondary_opts] == [
             d for flag in opt.flags for d in flag.split("/")], opt.name
         assert Text.from_markup(param.help or "").plain == opt.help, opt.name  # as --help shows it
-        default = opt.show(opt.default) if opt.kind is tuple else opt.default
-        assert param.default == default, opt.name
+        assert param.default == cli_default(opt), opt.name
 
 
 @pytest.mark.parametrize(("cls", "name"), CONFIGS)
 def test_the_command_line_gives_the_config_of_the_flags(cls: type, name: str) -> None:
     """Parsed by the real command: no flags give the defaults; aliases reach their field."""
-    ctx = command(name).make_context(name, [])
+    required = ["HumanEval/0"] if name == "solve" else []  # its argument
+    ctx = command(name).make_context(name, required)
     assert {o.name: ctx.params[o.name] for o in options(cls)} == {
-        o.name: o.show(o.default) if o.kind is tuple else o.default for o in options(cls)}
+        o.name: () if o.repeat else cli_default(o) for o in options(cls)}  # no flag: no items
     if cls is TrainConfig:
         ctx = command(name).make_context(name, ["--rollout-batch", "3", "-G", "6", "--std-norm"])
         assert (ctx.params["problems_per_step"], ctx.params["group_size"],
@@ -119,7 +130,7 @@ def test_validate_refuses_each_declared_limit_in_one_line_naming_the_flag(cls: t
         message = str(refused.value)
         assert opt.flag in message and "\n" not in message, (opt.name, message)
         checked += 1
-    assert checked >= (20 if cls is TrainConfig else 7)
+    assert checked >= {TrainConfig: 20, EngineConfig: 2}.get(cls, 7)
     for f in fields(cls):  # and the defaults are all good
         assert getattr(cls(), f.name) == f.default
     cls().validate()

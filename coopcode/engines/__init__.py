@@ -12,21 +12,20 @@ from coopcode.engines.base import (
     SamplingParams,
     derive_seed,
 )
+from coopcode.engines.options import ENGINES, EngineConfig
 from coopcode.engines.scripted import ScriptedEngine
 
 __all__ = [
     "Completion",
     "DeltaCallback",
     "Engine",
+    "EngineConfig",
     "GenerationRequest",
     "SamplingParams",
     "ScriptedEngine",
     "derive_seed",
     "load_engine",
 ]
-
-ENGINES = ("transformers", "vllm", "openai")
-
 
 def load_engine(model: str | None = None, engine: str = "transformers", **kw: Any) -> Engine:
     """An engine for `model` (catalog name, folder or HF id); heavy imports happen here."""

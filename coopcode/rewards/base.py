@@ -90,7 +90,9 @@ class RewardInput:
 
     @property
     def single(self) -> bool:
-        return self.scheme == "single"
+        from coopcode.schemes import has_helper  # here: the schemes import the rewards
+
+        return not has_helper(self.scheme)
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any]) -> RewardInput:
@@ -170,7 +172,9 @@ def get_reward(name: str, flag: str = "--reward") -> Reward:
 
 def default_reward_name(scheme: str) -> str:
     """The reward a run uses when none is named: the seed paper's for its number of agents."""
-    return "seed-grpo" if scheme == "single" else "seed"
+    from coopcode.schemes import has_helper
+
+    return "seed" if has_helper(scheme) else "seed-grpo"
 
 
 def resolve_reward(name: str | None, scheme: str) -> Reward:

@@ -26,6 +26,13 @@ SCHEMES = tuple(SCHEME_TYPES)
 DEFAULT_SCHEME = "sequential"
 
 
+def has_helper(name: str) -> bool:
+    """Whether scheme `name` has a helper agent (its roles say; a scheme this version does
+    not know, read from an older run's records, is taken to have one)."""
+    cls = SCHEME_TYPES.get(name)
+    return cls is None or "helper" in cls.roles
+
+
 def get_scheme(name: str) -> Scheme:
     """The scheme called `name` (one line naming the choices when there is none)."""
     if name not in SCHEME_TYPES:
@@ -35,5 +42,5 @@ def get_scheme(name: str) -> Scheme:
 
 __all__ = [
     "DEFAULT_SCHEME", "SCHEMES", "Ask", "Check", "PromptBook", "SampleState", "Scheme",
-    "SeedFn", "Steps", "get_scheme", "sample_steps",
+    "SeedFn", "Steps", "get_scheme", "has_helper", "sample_steps",
 ]

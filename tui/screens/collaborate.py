@@ -33,7 +33,7 @@ from coopcode import events as ev
 from coopcode.cooperation import describe_cooperation
 from coopcode.errors import UserError
 from coopcode.problems import Problem
-from coopcode.schemes import SCHEMES
+from coopcode.schemes import SCHEMES, has_helper
 from sandbox import SandboxUnavailable
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.widgets.agent_pane import AgentPane, style_code
@@ -260,7 +260,7 @@ class CollaborateScreen(Screen[None]):
         self.run_scheme = scheme
         for pane in self.query(AgentPane):
             pane.reset()  # the pre-filled code (`def aux(`, the signature) arrives as the first delta
-        self.query_one("#helper-pane", AgentPane).display = scheme != "single"
+        self.query_one("#helper-pane", AgentPane).display = has_helper(scheme)
         self.query_one("#program", TextArea).load_text("")
         self.query_one("#tests", TestsTable).clear()
         self.query_one("#summary", VerdictSummary).show_idle("the agents are writing…")
@@ -343,7 +343,6 @@ class CollaborateScreen(Screen[None]):
     @work(thread=True, group="generate")
     def _generate(self, problem: Problem, agents: Any, scheme: str, turns: int, run_id: int,
                   cancel: threading.Event) -> None:
-        from coopcode.engines import SamplingParams
         from coopcode.scheduler import Scheduler, sample_specs
         from coopcode.schemes import SampleState, get_scheme
         from coopcode.solve import SolveConfig
@@ -356,8 +355,7 @@ class CollaborateScreen(Screen[None]):
         try:
             session = self.app.session  # type: ignore[attr-defined]
             sandbox = session.wait_sandbox() if turns > 1 else None
-            params = SamplingParams(n=1, max_new_tokens=solve.max_new_tokens,
-                                    temperature=solve.temperature)
+            params = solve.sampling()  # `coopcode solve`'s: greedy, its budget, top-p, seed
             specs = sample_specs(problem, get_scheme(scheme), [0], params, turns=turns,
                                  helper_adapter=agents.helper_name, main_adapter=agents.main_name)
             emit(ev.Started(job="solve", total=1, meta={"task_id": problem.task_id, "scheme": scheme}))

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Static
 from coopcode.cooperation import Cooperation
 from coopcode.render import STATUS_STYLE
 from coopcode.rewards import format_terms
+from coopcode.schemes import has_helper
 
 
 class TestsTable(DataTable[Any]):
@@ -68,7 +69,7 @@ class VerdictSummary(Static):
             lines.append(f"[yellow]sandbox[/] lost a worker: ran the program again on a fresh "
                          f"one ({reruns} re-run{'s' if reruns > 1 else ''}; not the program's doing)")
         lines.append(f"[dim]reward[/] [b]{reward.get('total', 0.0):.2f}[/] = {parts}")
-        if scheme == "single":
+        if not has_helper(scheme):
             lines.append("[dim]cooperation[/] single agent (no helper)")
         else:
             colour = "green" if coop.calls_helper else "yellow"
