@@ -108,7 +108,7 @@ class Session:
             if self.sandbox is None and not self.sandbox_error:
                 self.sandbox = self.sandbox_opener(self.spec.sandbox, warn)
         except Exception as e:  # noqa: BLE001 - any failure is shown to the user as one line
-            self.sandbox_error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            self.sandbox_error = _first_line(e)
         finally:
             self.sandbox_ready.set()
         if self.sandbox is None:
@@ -127,8 +127,7 @@ class Session:
                 try:
                     self.sandbox = self.sandbox_opener(self.spec.sandbox, lambda _m: None)
                 except Exception as e:  # noqa: BLE001 - still down: one line, try again later
-                    text = str(e).strip()
-                    raise SandboxUnavailable(text.splitlines()[0] if text else type(e).__name__) from None
+                    raise SandboxUnavailable(_first_line(e)) from None
                 self.lost = ""
         if self.sandbox is None:
             raise RuntimeError(self.sandbox_error or "the sandbox is not open yet")
@@ -155,3 +154,9 @@ class Session:
         if self.agents is not None:
             self.agents.engine.close()
             self.agents = None
+
+
+def _first_line(e: BaseException) -> str:
+    """An error as the one line the screens show."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__

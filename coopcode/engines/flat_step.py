@@ -212,9 +212,9 @@ class TokenLora:
     """Per-token LoRA deltas on a PEFT model whose own delta is switched off for the pass.
 
     `rows` maps an adapter name to the flat positions of its tokens (None: all of them); a
-    forward hook on each
-    LoRA layer adds `B(A(x)) * scaling` of that adapter to those positions (what PEFT adds for
-    a whole batch, in the same dtype and order: base output first, then the delta).
+    forward hook on each LoRA layer adds `B(A(x)) * scaling` of that adapter to those
+    positions (what PEFT adds for a whole batch, in the same dtype and order: base output
+    first, then the delta).
     """
 
     def __init__(self, peft_model: Any, names: tuple[str, ...]) -> None:

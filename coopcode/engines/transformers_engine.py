@@ -105,15 +105,20 @@ def time_cpu_formats(rows: int = 32, d_in: int = 896, d_out: int = 4864, reps: i
     return seconds
 
 
-def _remembered(key: str) -> dict[str, Any]:
-    """What FORMAT_CACHE holds for `key` ({} if nothing, or the file is unreadable)."""
+def _format_cache() -> dict[str, Any]:
+    """All FORMAT_CACHE holds ({} if nothing, or the file is unreadable)."""
     import json
 
     try:
         known = json.loads(FORMAT_CACHE.read_text())
     except (OSError, ValueError):
         return {}
-    entry = known.get(key) if isinstance(known, dict) else None
+    return known if isinstance(known, dict) else {}
+
+
+def _remembered(key: str) -> dict[str, Any]:
+    """What FORMAT_CACHE holds for `key` ({} if nothing)."""
+    entry = _format_cache().get(key)
     return entry if isinstance(entry, dict) else {}
 
 
@@ -122,11 +127,7 @@ def _remember(key: str, entry: dict[str, Any]) -> None:
     means measuring again next time)."""
     import json
 
-    try:
-        known = json.loads(FORMAT_CACHE.read_text())
-    except (OSError, ValueError):
-        known = {}
-    known = known if isinstance(known, dict) else {}
+    known = _format_cache()
     known[key] = entry
     try:
         FORMAT_CACHE.parent.mkdir(parents=True, exist_ok=True)
