@@ -1,8 +1,10 @@
 """Run one job under the runner's watch: spawn the child, hand the job to the judge, enforce
 the time budget, capture output, and turn what happened into a verdict dict.
 
-Timeouts are CPU-aware: the budget `timeout` is CPU seconds of the program's process (polled
-from /proc and backed by RLIMIT_CPU), and a wall-clock limit that is a generous multiple of
+Timeouts are CPU-aware: the budget `timeout` is CPU seconds of the program, all its processes
+together (polled from /proc: the program's process, the children it reaped and every live
+descendant, so a program that forks spends one budget, not one per process; backed by
+RLIMIT_CPU per process), and a wall-clock limit that is a generous multiple of
 it catches sleeping, blocking or stopped programs. The wall clock leaves out the time the
 program and the judge spent runnable but waiting for a CPU (their schedstat run delay): on a
 loaded machine (other jobs; a Docker cgroup that gets one share against every process
@@ -25,20 +27,63 @@ from typing import Any, Protocol
 from wire import wall_cap, wall_limit
 
 OUTPUT_KEEP = 64 * 1024  # bytes of stdout/stderr kept per job; the rest is read and dropped
-CPU_POLL = 0.05  # seconds between CPU-time checks of the program's process
+CPU_POLL = 0.05  # seconds between CPU-time checks of the program's processes
+TREE_MAX = 4096  # descendants read per check at most (a slot's pids limit is far below)
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """CPU time of `pid` and its reaped children, or None when it is gone."""
+def _stat_cpu(pid: int, *, zombie: bool) -> float | None:
+    """CPU time of `pid` and its reaped children; None when it is gone (or a zombie, unless
+    `zombie`: an exited descendant nobody reaped has still spent its time)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
     except OSError:
         return None
-    if fields[0] == b"Z":
+    if fields[0] == b"Z" and not zombie:
         return None
     return sum(int(x) for x in fields[11:15]) / _CLK_TCK
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time of `pid` and its reaped children, or None when it is gone."""
+    return _stat_cpu(pid, zombie=False)
+
+
+def _children(pid: int) -> list[int]:
+    """Live children of every thread of `pid` (empty when it is gone)."""
+    kids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                kids.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            pass
+    return kids
+
+
+def tree_cpu_seconds(pid: int) -> float | None:
+    """CPU time of `pid`, the children it reaped and every descendant still in its tree
+    (zombies included), or None when `pid` is gone. A descendant is counted by itself until
+    it is reaped and by its parent after, never twice; an orphan that left the tree (its
+    parent exited first) stops counting, which the wall-clock limit still bounds."""
+    total = cpu_seconds(pid)
+    if total is None:
+        return None
+    seen = {pid}
+    todo = _children(pid)
+    while todo and len(seen) < TREE_MAX:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        total += _stat_cpu(p, zombie=True) or 0.0
+        todo.extend(_children(p))
+    return total
 
 
 def run_delay_seconds(pid: int) -> float | None:
@@ -308,7 +353,7 @@ class Supervisor:
             now = time.monotonic()
             if now >= next_cpu or now >= deadline():
                 if child_alive:
-                    cpu = cpu_seconds(child)
+                    cpu = tree_cpu_seconds(child)
                     if cpu is not None:
                         self.out.cpu = cpu
                         if cpu > self.timeout:
@@ -325,8 +370,8 @@ class Supervisor:
 
     def _child_exited(self, status: int, cpu: float | None) -> None:
         self.out.child_status = status
-        if cpu is not None:
-            self.out.cpu = cpu
+        if cpu is not None:  # its own and its reaped children's; the tree's last reading may be more
+            self.out.cpu = max(self.out.cpu, cpu)
 
     def _time_out(self, why: str) -> None:
         self.out.timed_out = why

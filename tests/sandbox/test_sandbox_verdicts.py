@@ -159,3 +159,22 @@ def test_run_many_keeps_order_and_reports_each(sandbox2: WorkerPool) -> None:
 def test_unparsable_tests_are_a_sandbox_error(sandbox2: WorkerPool) -> None:
     v = run(sandbox2, ADD, "def check(candidate):\n    assert (\n")
     assert v.status == "sandbox_error" and "tests do not parse" in v.detail
+
+
+def test_cpu_spent_in_forked_children_counts_against_the_budget(sandbox2: WorkerPool) -> None:
+    # Four children spin while the program waits for them: the program's own process uses no
+    # CPU, yet the job's budget is spent (before, it ran until the wall-clock limit).
+    program = ("import os\n"
+               "def add(a, b):\n"
+               "    kids = [pid for pid in (os.fork() for _ in range(4)) if pid]\n"
+               "    if len(kids) < 4:\n"
+               "        while True:\n"
+               "            pass\n"
+               "    for pid in kids:\n"
+               "        os.waitpid(pid, 0)\n"
+               "    return a + b\n")
+    v = run(sandbox2, program, timeout=1.0)
+    assert v.status == "timeout"
+    assert "CPU time limit of 1 s exceeded" in v.detail
+    assert v.extra["cpu_seconds"] > 1.0
+    assert v.duration < 3.0 + 2.0  # within the wall-clock limit, which would say so instead
