@@ -370,7 +370,8 @@ class Supervisor:
 
     def _child_exited(self, status: int, cpu: float | None) -> None:
         self.out.child_status = status
-        if cpu is not None:  # its own and its reaped children's; the tree's last reading may be more
+        if cpu is not None:  # its own and its reaped children's (the tree's last reading may
+            # be more)
             self.out.cpu = max(self.out.cpu, cpu)
 
     def _time_out(self, why: str) -> None:

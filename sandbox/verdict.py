@@ -77,8 +77,8 @@ class Verdict:
     stderr: str = ""
     backend: str = ""
     detail: str = ""  # one line of context for non-test failures (e.g. the SyntaxError)
-    # Backend facts, for display and debugging only: cpu_seconds (the program's, all its processes), calls (into
-    # the program), exit (how its process ended, if it ended on its own), stdout_bytes and
+    # Backend facts, for display and debugging only: cpu_seconds (the program's, all its
+    # processes), calls (into the program), exit (how its process ended, if it ended on its own), stdout_bytes and
     # stderr_bytes (before truncation), worker, worker_replaced (why, when it was).
     extra: dict[str, Any] = field(default_factory=dict)
 
