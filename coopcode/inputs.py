@@ -1,4 +1,5 @@
-"""What a user hands coopcode, checked before anything heavy starts: files and numbers.
+"""What a user hands coopcode, checked before anything heavy starts: files and folders
+(numbers are checked against their options' declared bounds, `coopcode.options`).
 
 Every check raises `UserError` with one line that names the thing (a path, a path and line
 number, or a flag) and says what to do. The CLI calls these before a model or a sandbox
@@ -9,12 +10,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 import stat
 import zlib
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from coopcode.errors import UserError
 
@@ -148,58 +148,3 @@ def check_run_name(name: str, flag: str = "--run") -> str:
         raise UserError(f"{flag} {name!r}: a run name is one folder name such as my-run "
                         "(not empty, no '/', not starting with '.'): give a path with --out")
     return name
-
-
-# -- numbers -----------------------------------------------------------------------------
-
-def check_at_least(flag: str, value: int | None, minimum: int = 1) -> None:
-    """An integer option (None: not given) that must be at least `minimum`."""
-    if value is not None and value < minimum:
-        raise UserError(f"{flag} must be at least {minimum} (got {value})")
-
-
-def check_between(flag: str, value: float | None, low: float, high: float, *,
-                  low_open: bool = False, high_open: bool = False) -> None:
-    """A float option (None: not given) in [low, high]; NaN and infinities are refused."""
-    if value is None:
-        return
-    if not math.isfinite(value):
-        raise UserError(f"{flag} must be a finite number (got {value})")
-    too_low = value <= low if low_open else value < low
-    too_high = value >= high if high_open else value > high
-    if too_low or too_high:
-        left, right = "(" if low_open else "[", ")" if high_open else "]"
-        raise UserError(f"{flag} must be in {left}{_num(low)}, {_num(high)}{right} (got {value})")
-
-
-def _num(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:g}"
-
-
-def check_timeout(value: float, flag: str = "--timeout") -> None:
-    """CPU seconds per program: positive, finite, at most an hour."""
-    check_between(flag, value, 0.0, MAX_TIMEOUT, low_open=True)
-
-
-class GenerationSettings(Protocol):
-    """What `solve` and `bench` configs share: how many samples, how, and how they are run."""
-
-    @property
-    def n(self) -> int: ...
-    @property
-    def temperature(self) -> float: ...
-    @property
-    def max_new_tokens(self) -> int: ...
-    @property
-    def turns(self) -> int: ...
-    @property
-    def timeout(self) -> float: ...
-
-
-def check_generation(config: GenerationSettings) -> None:
-    """The sampling and running settings of a solve or bench config, or a UserError."""
-    check_at_least("--n", config.n)
-    check_between("--temperature", config.temperature, 0.0, MAX_TEMPERATURE)
-    check_at_least("--max-new-tokens", config.max_new_tokens)
-    check_at_least("--turns", config.turns)
-    check_timeout(config.timeout)

@@ -3,8 +3,9 @@ metadata, what the command line, the TUI form and validation need (TRL's way).
 
     n: int = option(10, "Samples per problem.", at_least=1, form=2)
 
-From such fields `coopcode train` and `coopcode bench` build their options
-(`config_command`), the TUI builds its forms (`form_options`, `option_args`), and
+From such fields every `coopcode` command builds its options (`config_options`: a command
+declares no flag of its own; shared groups such as the engine's, the model's or the sandbox's
+are config classes of their own, taken by each command that needs them), the TUI builds its forms (`form_options`, `option_args`), and
 `check_options` refuses a bad value with one line naming its flag. Nothing else repeats a
 setting's name, default or help.
 
@@ -24,6 +25,7 @@ comma-separated list; with `repeat=True` its flag is given once per item instead
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -45,14 +47,28 @@ _TYPE_NAMES = {int: "integer", float: "number", str: "text", bool: "boolean"}
 def option(default: Any, help: str, *, flags: tuple[str, ...] = (), label: str = "",
            form: int = 0, choices: tuple[str, ...] = (), noun: str = "value",
            at_least: float | None = None, above: float | None = None, within: str = "",
-           why: str = "", repeat: bool = False) -> Any:
+           why: str = "", repeat: bool = False, hidden: bool = False) -> Any:
     """A dataclass field carrying its default, its one-line help and how it is offered."""
     if within and not _INTERVAL.match(within):
         raise ValueError(f"within={within!r}: write an interval such as '(0, 5]'")
     return field(default=default, metadata={
         "help": help, "flags": flags, "label": label, "form": form, "choices": choices,
         "noun": noun, "at_least": at_least, "above": above, "within": within, "why": why,
-        "repeat": repeat})
+        "repeat": repeat, "hidden": hidden})
+
+
+def option_like(cls: type, name: str, **changes: Any) -> Any:
+    """The option `cls.name` declared again for another command, with only `changes` (its
+    default, help, flags, ...) differing: a setting keeps one declaration, and where a
+    command's default differs on purpose (paper-table's k are the paper's) it says so here.
+    Not placed on a TUI form unless `form` is given."""
+    f = cls.__dataclass_fields__[name]  # type: ignore[attr-defined]
+    kw = {k: v for k, v in f.metadata.items() if k != "help"}
+    kw.update(form=0, label="")
+    default = changes.pop("default", f.default)
+    help_text = changes.pop("help", f.metadata["help"])
+    kw.update(changes)
+    return option(default, help_text, **kw)
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,7 @@ class Option:
     within: str
     why: str
     repeat: bool  # a tuple whose flag is given once per item
+    hidden: bool  # left out of --help (for demos and tests)
 
     @property
     def flag(self) -> str:
@@ -184,7 +201,7 @@ def _read_options(cls: type) -> tuple[Option, ...]:
             choices=tuple(meta.get("choices", ())), noun=meta.get("noun", "value"),
             at_least=meta.get("at_least"), above=meta.get("above"),
             within=meta.get("within", ""), why=meta.get("why", ""),
-            repeat=bool(meta.get("repeat")) and kind is tuple))
+            repeat=bool(meta.get("repeat")) and kind is tuple, hidden=bool(meta.get("hidden"))))
     return tuple(found)
 
 
@@ -241,35 +258,51 @@ def option_args(config: Any, names: typing.Iterable[str]) -> list[str]:
 
 # -- the command line ---------------------------------------------------------------------
 
-def config_command(cls: type, param: str = "config") -> Callable[[F], F]:
-    """Give a typer command one option per field of `cls` in place of its `param` parameter.
+def config_options(func: F) -> F:
+    """Give a typer command one option per field of each config class it takes.
 
-    The command receives `param` as the config built from those options and validated
-    (`cls.validate()`), so a bad value fails with one line before anything loads. Its other
-    parameters stay ordinary typer parameters.
+    Every parameter annotated with a config dataclass (fields declared with `option`, a
+    `validate()` method) is replaced by that class's options; the command receives it as the
+    config built from them and validated, so a bad value fails with one line before anything
+    loads. Its other parameters (arguments, a typer.Context) stay ordinary typer parameters:
+    a command declares no `--flag` of its own. Two configs of one command may not share a
+    field name (each flag maps to exactly one field).
     """
-    def decorate(func: F) -> F:
-        signature = inspect.signature(func, eval_str=True)
-        if param not in signature.parameters:
-            raise TypeError(f"{func.__name__} has no parameter {param!r} for the {cls.__name__}")
-        params: list[inspect.Parameter] = []
-        for p in signature.parameters.values():
-            if p.name == param:
-                params += [_cli_parameter(o) for o in options(cls)]
-            else:  # keyword-only: typer calls by name, and defaults may then come in any order
-                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
-        names = [o.name for o in options(cls)]
+    signature = inspect.signature(func, eval_str=True)
+    configs = {p.name: p.annotation for p in signature.parameters.values()
+               if is_config_class(p.annotation)}
+    if not configs:
+        raise TypeError(f"{func.__name__} takes no config class")
+    params: list[inspect.Parameter] = []
+    owner: dict[str, str] = {}
+    for p in signature.parameters.values():
+        if p.name in configs:
+            for o in options(configs[p.name]):
+                clash = o.name in signature.parameters and o.name not in configs
+                if o.name in owner or clash:
+                    raise TypeError(f"{func.__name__}: option {o.name!r} of {p.name} is declared "
+                                    f"twice (also {owner.get(o.name, 'a parameter')})")
+                owner[o.name] = p.name
+                params.append(_cli_parameter(o))
+        else:  # keyword-only: typer calls by name, and defaults may then come in any order
+            params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
 
-        @functools.wraps(func)
-        def command(**kwargs: Any) -> Any:
-            config = config_from_cli(cls, {name: kwargs.pop(name) for name in names})
-            return func(**kwargs, **{param: config})
+    @functools.wraps(func)
+    def command(**kwargs: Any) -> Any:
+        built = {name: config_from_cli(cls, {o.name: kwargs.pop(o.name) for o in options(cls)})
+                 for name, cls in configs.items()}
+        return func(**kwargs, **built)
 
-        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in params}
-        return command  # type: ignore[return-value]
+    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.config_classes = dict(configs)  # type: ignore[attr-defined]
+    return command  # type: ignore[return-value]
 
-    return decorate
+
+def is_config_class(obj: Any) -> bool:
+    """A dataclass of `option` fields with a `validate()` method."""
+    return (isinstance(obj, type) and dataclasses.is_dataclass(obj) and hasattr(obj, "validate")
+            and all("help" in f.metadata for f in fields(obj)))
 
 
 def _cli_parameter(opt: Option) -> inspect.Parameter:
@@ -277,14 +310,15 @@ def _cli_parameter(opt: Option) -> inspect.Parameter:
     from rich.markup import escape
 
     cli_type: Any = str if opt.kind is tuple else opt.kind
-    default = opt.show(opt.default) if opt.kind is tuple else opt.default
+    default = opt.show(opt.default) if opt.kind is tuple and opt.default is not None else opt.default
     if opt.repeat:  # typer collects each --flag into a list
         item: Any = opt.item
         cli_type, default = list[item] | None, list(opt.default) or None
     elif opt.optional:
         cli_type = cli_type | None
     return inspect.Parameter(opt.name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                             annotation=Annotated[cli_type, typer.Option(*opt.flags, help=escape(opt.help))])
+                             annotation=Annotated[cli_type, typer.Option(*opt.flags, help=escape(opt.help),
+                                                                         hidden=opt.hidden)])
 
 
 def parse_option(cls: type, name: str, text: str) -> Any:

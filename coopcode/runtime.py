@@ -85,17 +85,6 @@ def open_agents(
     return agents
 
 
-def check_runtime_names(*, sandbox: str | None = None, engine: str | None = None) -> None:
-    """Refuse an unknown --sandbox or --engine before anything loads (both fail late otherwise)."""
-    from coopcode.engines import ENGINES
-    from sandbox.backend import BACKENDS
-
-    if sandbox is not None and sandbox not in BACKENDS:
-        raise UserError(f"unknown sandbox backend {sandbox!r}: use one of {', '.join(BACKENDS)}")
-    if engine is not None and engine not in ENGINES:
-        raise UserError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
-
-
 def open_sandbox_for_cli(backend: str, warn: Callable[[str], None]) -> Any:
     from sandbox import SandboxUnavailable, open_sandbox
 

@@ -1,11 +1,12 @@
-"""Each setting is declared once, as a config field (`coopcode.options`): `coopcode train` and
-`coopcode bench` offer every field as an option with the field's flag, help and default, a
+"""Each setting is declared once, as a config field (`coopcode.options`): every command offers
+exactly its config classes' fields as options, each with the field's flag, help and default, a
 field added to a config shows up on the command line with nothing else written, and a bad
 value of every kind is refused with one `error:` line naming its flag."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -19,12 +20,47 @@ from coopcode.bench_config import BenchConfig
 from coopcode.cli import app
 from coopcode.engines.options import EngineConfig
 from coopcode.errors import UserError
-from coopcode.options import Option, config_command, option, options
+from coopcode.options import Option, config_options, option, options
 from coopcode.solve_config import SolveConfig
 from coopcode.train.config import TrainConfig
 
-CONFIGS = [(TrainConfig, "train"), (BenchConfig, "bench"), (SolveConfig, "solve"),
-           (EngineConfig, "solve"), (EngineConfig, "bench"), (EngineConfig, "paper-table")]
+
+def typer_commands(t: typer.Typer, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """(command path, the function typer calls) for every command of `t` and its sub-apps."""
+    found = []
+    for info in t.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        found.append(((*prefix, name), info.callback))
+    for group in t.registered_groups:
+        found += typer_commands(group.typer_instance, (*prefix, group.name))
+    return found
+
+
+# `coopcode sandbox ...` is the sandbox part's own command line: the sandbox imports nothing
+# of coopcode (its runner is copied into the image), so its few flags are declared there.
+COMMANDS = [(path, fn) for path, fn in typer_commands(app) if path[0] != "sandbox"]
+CONFIGS = [(cls, " ".join(path)) for path, fn in COMMANDS
+           for cls in getattr(fn, "config_classes", {}).values()]
+
+
+def test_the_commands_are_all_found() -> None:
+    names = {" ".join(path) for path, _ in COMMANDS}
+    assert {"solve", "bench", "evaluate", "compare", "paper-table", "train", "tui", "models list",
+            "checkpoints list", "checkpoints show"} <= names
+    assert (SolveConfig, "solve") in CONFIGS and (EngineConfig, "paper-table") in CONFIGS
+
+
+@pytest.mark.parametrize("path", [" ".join(path) for path, _ in COMMANDS])
+def test_every_flag_of_a_command_is_exactly_one_config_field(path: str) -> None:
+    """No command declares a --flag of its own: each is a field of one of its config classes
+    (one default, one help text, one check), and each field is offered."""
+    fn = dict((" ".join(p), f) for p, f in COMMANDS)[path]
+    fields = Counter(o.name for cls in getattr(fn, "config_classes", {}).values()
+                     for o in options(cls))
+    offered = [p for p in command(path).params if p.param_type_name == "option"]
+    for param in offered:
+        assert fields[param.name] == 1, f"coopcode {path}: {param.opts} is not one config field"
+    assert sorted(fields) == sorted(p.name for p in offered)
 
 
 def cli_default(opt: Option) -> Any:
@@ -32,12 +68,16 @@ def cli_default(opt: Option) -> Any:
     none given)."""
     if opt.repeat:
         return None
-    return opt.show(opt.default) if opt.kind is tuple else opt.default
+    return opt.show(opt.default) if opt.kind is tuple and opt.default is not None else opt.default
 
 
-def command(name: str) -> Any:
-    """The click command typer builds (typer may carry its own copy of click)."""
-    return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+def command(path: str) -> Any:
+    """The click command typer builds for `path` ("checkpoints list"; typer may carry its own
+    copy of click)."""
+    found = typer.main.get_command(app)
+    for name in path.split():
+        found = found.commands[name]  # type: ignore[attr-defined]
+    return found
 
 
 def cli_options(name: str) -> dict[str, Any]:
@@ -55,10 +95,14 @@ def test_every_field_is_an_option_with_its_flags_help_and_default(cls: type, nam
         assert param.default == cli_default(opt), opt.name
 
 
+ARGUMENTS = {"solve": ["HumanEval/0"], "evaluate": ["samples.jsonl"], "compare": ["a", "b"],
+             "checkpoints show": ["run"]}  # each command's arguments (not options)
+
+
 @pytest.mark.parametrize(("cls", "name"), CONFIGS)
 def test_the_command_line_gives_the_config_of_the_flags(cls: type, name: str) -> None:
     """Parsed by the real command: no flags give the defaults; aliases reach their field."""
-    required = ["HumanEval/0"] if name == "solve" else []  # its argument
+    required = list(ARGUMENTS.get(name, []))  # click consumes the list it parses
     ctx = command(name).make_context(name, required)
     assert {o.name: ctx.params[o.name] for o in options(cls)} == {
         o.name: () if o.repeat else cli_default(o) for o in options(cls)}  # no flag: no items
@@ -80,7 +124,7 @@ def test_a_field_added_to_a_config_is_on_the_command_line_with_nothing_else_writ
     demo = typer.Typer()
 
     @demo.command()
-    @config_command(LongerTrainConfig)
+    @config_options
     def run(config: LongerTrainConfig, name: str = "x") -> None:
         got.append(config)
 
@@ -130,7 +174,7 @@ def test_validate_refuses_each_declared_limit_in_one_line_naming_the_flag(cls: t
         message = str(refused.value)
         assert opt.flag in message and "\n" not in message, (opt.name, message)
         checked += 1
-    assert checked >= {TrainConfig: 20, EngineConfig: 2}.get(cls, 7)
+    assert checked >= {TrainConfig: 20, EngineConfig: 2, BenchConfig: 7, SolveConfig: 7}.get(cls, 0)
     for f in fields(cls):  # and the defaults are all good
         assert getattr(cls(), f.name) == f.default
     cls().validate()

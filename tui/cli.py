@@ -6,41 +6,49 @@ torch and the app load inside the command.
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass
 
 import typer
 
+from coopcode.common_options import AdapterChoice, ModelChoice, SandboxChoice
+from coopcode.options import check_options, config_options, option
 
-def tui(
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Catalog name, local folder or Hugging Face id (default: the embedded 0.5B).")] = None,
-    helper_adapter: Annotated[str | None, typer.Option("--helper-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the helper.")] = None,
-    main_adapter: Annotated[str | None, typer.Option("--main-adapter", help="LoRA adapter folder (or checkpoints/<run>) for the main agent.")] = None,
-    sandbox: Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")] = "auto",
-    problem: Annotated[str | None, typer.Option("--problem", help="Start on this problem: a HumanEval id or a problem.py.")] = None,
-    screen: Annotated[str, typer.Option("--screen", help="agents, collaborate, train or bench.")] = "collaborate",
-    theme: Annotated[str, typer.Option("--theme", help="dark or light (Ctrl+T toggles).")] = "dark",
-    scripted: Annotated[bool, typer.Option("--scripted", hidden=True, help="Scripted demo agents instead of a model (demos and tests).")] = False,
-) -> None:
+SCREENS = ("agents", "collaborate", "train", "bench")
+
+
+@dataclass(frozen=True)
+class TuiConfig:
+    """Where the app opens and how it looks."""
+
+    problem: str | None = option(None, "Start on this problem: a HumanEval id or a problem.py.")
+    screen: str = option("collaborate", "agents, collaborate, train or bench.", choices=SCREENS,
+                         noun="screen")
+    theme: str = option("dark", "dark or light (Ctrl+T toggles).", choices=("dark", "light"),
+                        noun="theme")
+    scripted: bool = option(False, "Scripted demo agents instead of a model (demos and tests).",
+                            hidden=True)
+
+    def validate(self) -> None:
+        check_options(self)
+
+
+@config_options
+def tui(model: ModelChoice, adapters: AdapterChoice, sandbox: SandboxChoice,
+        config: TuiConfig) -> None:
     """The interactive app: watch the agents collaborate, run the code, train and benchmark."""
-    from coopcode.errors import UserError
-
-    if screen not in ("agents", "collaborate", "train", "bench"):
-        raise UserError(f"--screen {screen}: use agents, collaborate, train or bench")
-    if theme not in ("dark", "light"):
-        raise UserError(f"--theme {theme}: use dark or light")
     from tui.app import CoopApp
     from tui.session import AgentsSpec, Session
 
-    spec = AgentsSpec(model=model, helper_adapter=helper_adapter, main_adapter=main_adapter,
-                      sandbox=sandbox)
-    if scripted:
+    spec = AgentsSpec(model=model.model, helper_adapter=adapters.helper_adapter,
+                      main_adapter=adapters.main_adapter, sandbox=sandbox.sandbox)
+    if config.scripted:
         from tui.demo import demo_engine
 
         session = Session(spec,
                           engine_factory=lambda _model, _progress: demo_engine())
     else:
         session = Session(spec)
-    app = CoopApp(session, mode=screen, theme=theme, problem=problem)
+    app = CoopApp(session, mode=config.screen, theme=config.theme, problem=config.problem)
     try:
         app.run()
     finally:

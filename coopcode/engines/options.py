@@ -1,7 +1,7 @@
 """`EngineConfig`: which engine generates, and the options each engine adds, declared once.
 
 `coopcode solve`, `coopcode bench` and `coopcode paper-table` take these options
-(`coopcode.options.config_command`); `validate` refuses a bad value or an option of another
+(`coopcode.options.config_options`); `validate` refuses a bad value or an option of another
 engine with one line before anything loads, and `kwargs` is what `load_engine` (through
 `runtime.open_agents`) is given.
 """

@@ -10,7 +10,7 @@ import json
 import signal
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,8 +18,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from coopcode.common_options import EventsOutput, JsonOutput, SandboxChoice
 from coopcode.errors import UserError
-from coopcode.options import config_command, given_on_command_line
+from coopcode.options import check_options, config_options, given_on_command_line, option
 from coopcode.train.config import TrainConfig
 
 out = Console()
@@ -29,16 +30,47 @@ checkpoints_app = typer.Typer(help="Trained adapter runs in checkpoints/: list t
                               no_args_is_help=True)
 
 
-@config_command(TrainConfig)
+@dataclass(frozen=True)
+class TrainRun:
+    """Where a training runs and on how many threads: not part of its recipe (TrainConfig)."""
+
+    out: str | None = option(None, "Run folder [default: checkpoints/<run>].")
+    run: str | None = option(None, "Run name: the folder checkpoints/<run> [default: <algo>-<time>].")
+    resume: bool = option(False, "Continue the run in --out/--run from its last checkpoint (same "
+                          "total steps, no repeated data).")
+    threads: int | None = option(None, "CPU threads for torch [default: torch's choice]; 1 is "
+                                 "often faster on a busy machine.", at_least=1)
+
+    def validate(self) -> None:
+        check_options(self)
+
+
+@dataclass(frozen=True)
+class RunsFolder:
+    """The folder `coopcode checkpoints` reads."""
+
+    root: str = option("checkpoints", "Folder holding the runs.", flags=("--dir",))
+
+    def validate(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class CurvesPlot:
+    plot: bool = option(False, "Also write the training curves (reward per level, pass rate, "
+                        "cooperation patterns, loss) to RUN/curves.png.")
+
+    def validate(self) -> None:
+        pass
+
+
+@config_options
 def train(
     ctx: typer.Context,
-    config: TrainConfig,  # one option per TrainConfig field (coopcode.options)
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Run folder \\[default: checkpoints/<run>].")] = None,
-    run: Annotated[str | None, typer.Option("--run", help="Run name: the folder checkpoints/<run> \\[default: <algo>-<time>].")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out/--run from its last checkpoint (same total steps, no repeated data).")] = False,
-    sandbox: Annotated[str, typer.Option("--sandbox", help="auto (Docker when a daemon answers), docker or process.")] = "auto",
-    events: Annotated[str | None, typer.Option("--events", help="`jsonl`: write events to stdout, one JSON object per line.")] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads for torch \\[default: torch's choice]; 1 is often faster on a busy machine.")] = None,
+    config: TrainConfig,
+    where: TrainRun,
+    sandbox: SandboxChoice,
+    events: EventsOutput,
 ) -> None:
     """Train the helper and main agents (MAGRPO) or one agent (GRPO) as LoRA adapters.
 
@@ -48,10 +80,10 @@ def train(
 
     from coopcode.events import JsonlWriter
     from coopcode.inputs import check_run_name
-    from coopcode.runtime import check_runtime_names, resolve_adapter_path
+    from coopcode.runtime import resolve_adapter_path
 
-    if events is not None and events != "jsonl":
-        raise UserError(f"--events {events}: the only format is jsonl")
+    out_dir = None if where.out is None else Path(where.out)
+    run, resume, threads = where.run, where.resume, where.threads
     config = replace(config, helper_init=resolve_adapter_path(config.helper_init, "helper"),
                      main_init=resolve_adapter_path(config.main_init, "main"))
     explicit = given_on_command_line(ctx, TrainConfig)
@@ -59,12 +91,9 @@ def train(
         raise UserError("--resume needs the run: give --out checkpoints/<run> or --run <run>")
     if run is not None:
         check_run_name(run)
-    if threads is not None and threads < 1:
-        raise UserError(f"--threads must be at least 1 (got {threads})")
-    check_runtime_names(sandbox=sandbox)
     folder = out_dir or Path("checkpoints") / (run or f"{config.algo}-{time.strftime('%Y%m%d-%H%M%S')}")
 
-    emit: Any = JsonlWriter(sys.stdout) if events else TrainPrinter(err)
+    emit: Any = JsonlWriter(sys.stdout) if events.events else TrainPrinter(err)
     cancel = threading.Event()
 
     def on_sigint(_sig: int, _frame: Any) -> None:
@@ -78,8 +107,8 @@ def train(
         import torch
 
         torch.set_num_threads(threads)
-    result = _run(config, folder, resume, explicit, sandbox, emit, cancel)
-    if events is None:
+    result = _run(config, folder, resume, explicit, sandbox.sandbox, emit, cancel)
+    if events.events is None:
         err.print(f"[green]{'stopped' if result.stopped else 'done'}[/] at step "
                   f"{result.step}/{result.total_steps}: {result.out}")
     raise typer.Exit(130 if result.stopped else 0)
@@ -152,10 +181,8 @@ class TrainPrinter:
 
 
 @checkpoints_app.command("list")
-def checkpoints_list(
-    root: Annotated[Path, typer.Option("--dir", help="Folder holding the runs.")] = Path("checkpoints"),
-    as_json: Annotated[bool, typer.Option("--json", help="Print the runs as a JSON list of objects.")] = False,
-) -> None:
+@config_options
+def checkpoints_list(folder: RunsFolder, as_json: JsonOutput) -> None:
     """The runs in checkpoints/: algorithm, base model, step, recent reward, adapters, path.
 
     On a terminal a table; piped, a header and one tab-separated line per run, nothing cut
@@ -165,10 +192,11 @@ def checkpoints_list(
     from coopcode.checkpoints import DEFAULT_ROOT, check_root, list_checkpoints
     from coopcode.listing import print_listing
 
+    root = Path(folder.root)
     if root != DEFAULT_ROOT and not root.exists():  # a fresh checkout has no checkpoints/ yet
         raise UserError(f"--dir {root}: no such folder: pass the folder holding the runs")
     runs = list_checkpoints(check_root(root))
-    if as_json:
+    if as_json.as_json:
         print(json.dumps([r.to_dict() for r in runs], default=str))
         return
     if not runs:
@@ -186,20 +214,21 @@ def checkpoints_list(
 
 
 @checkpoints_app.command("show")
+@config_options
 def checkpoints_show(
     run: Annotated[str, typer.Argument(help="A run name in checkpoints/ or a run folder.")],
-    root: Annotated[Path, typer.Option("--dir", help="Folder holding the runs.")] = Path("checkpoints"),
-    as_json: Annotated[bool, typer.Option("--json", help="Print the manifest and curve as JSON.")] = False,
-    plot: Annotated[bool, typer.Option("--plot", help="Also write the training curves (reward per level, pass rate, cooperation patterns, loss) to RUN/curves.png.")] = False,
+    folder: RunsFolder,
+    as_json: JsonOutput,
+    curves: CurvesPlot,
 ) -> None:
     """One run: its base model, algorithm, settings, adapters and training curve."""
     from coopcode.checkpoints import find_checkpoint, plot_curves, reward_curve
 
-    info = find_checkpoint(run, root)
+    info = find_checkpoint(run, Path(folder.root))
     curve = reward_curve(info.metrics_history())
     warnings = info.warnings()
-    written = plot_curves(info) if plot else None
-    if as_json:
+    written = plot_curves(info) if curves.plot else None
+    if as_json.as_json:
         extra = {"curves_png": str(written)} if written is not None else {}
         print(json.dumps({**info.to_dict(), "curve": curve,
                           "warnings": [w.to_dict() for w in warnings], **extra}, default=str))

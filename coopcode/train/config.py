@@ -21,9 +21,10 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from coopcode.common_options import ModelChoice
 from coopcode.errors import UserError
 from coopcode.inputs import MAX_TEMPERATURE, MAX_TIMEOUT
-from coopcode.options import check_options, option, option_named
+from coopcode.options import check_options, option, option_like, option_named
 from coopcode.rewards import reward_names
 
 ALGOS = ("magrpo", "grpo")
@@ -41,8 +42,7 @@ class TrainConfig:
     # -- what to train ---------------------------------------------------------------------
     algo: str = option("magrpo", "magrpo (helper + main, joint reward) or grpo (one agent).",
                        choices=ALGOS, noun="algorithm", form=1)
-    model: str | None = option(None, "Base model: catalog name, folder or HF id (None: the embedded 0.5B).",
-                               flags=("--model", "-m"))
+    model: str | None = option_like(ModelChoice, "model")
     problems: str = option("humaneval:train", "Training problems: humaneval[:split], a .jsonl, a .py or a folder.",
                            label="data", form=8)
     limit: int | None = option(None, "Only the first N problems (before shuffling).", at_least=1)

@@ -1,0 +1,78 @@
+"""The option groups several commands share, each setting declared once.
+
+A command takes a group as a parameter annotated with its class (`coopcode.options.config_options`
+turns the fields into flags), so `--model`, `--sandbox` or `--json` have one default, one help
+text and one check wherever they appear:
+
+    @app.command()
+    @config_options
+    def solve(problem: str, model: ModelChoice, sandbox: SandboxChoice, ...) -> None: ...
+
+Imported by every command's module: it stays cheap (no torch, no engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from coopcode.errors import UserError
+from coopcode.models.catalog import DEFAULT_MODEL
+from coopcode.options import check_options, option
+from sandbox.backend import BACKENDS
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The base model both agents run on."""
+
+    model: str | None = option(None, "Catalog name, local folder or Hugging Face id "
+                               f"[default: {DEFAULT_MODEL}].", flags=("--model", "-m"))
+
+    def validate(self) -> None:
+        if self.model is not None and not self.model.strip():
+            raise UserError("--model is empty: give a catalog name, a folder or a Hugging Face id")
+
+
+@dataclass(frozen=True)
+class AdapterChoice:
+    """Each agent's LoRA adapter (None: the base model)."""
+
+    helper_adapter: str | None = option(None, "LoRA adapter folder (or checkpoints/<run>) for the "
+                                        "helper.")
+    main_adapter: str | None = option(None, "LoRA adapter folder (or checkpoints/<run>) for the "
+                                      "main agent.")
+
+    def validate(self) -> None:
+        check_options(self)
+
+
+@dataclass(frozen=True)
+class SandboxChoice:
+    """Where programs run."""
+
+    sandbox: str = option("auto", "auto (Docker when a daemon answers), docker or process.",
+                          choices=BACKENDS, noun="sandbox backend")
+
+    def validate(self) -> None:
+        check_options(self)
+
+
+@dataclass(frozen=True)
+class JsonOutput:
+    """Machine-readable output on stdout instead of text."""
+
+    as_json: bool = option(False, "Print the result as JSON instead of text.", flags=("--json",))
+
+    def validate(self) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class EventsOutput:
+    """The run's events as JSON lines on stdout."""
+
+    events: str | None = option(None, "jsonl: write events to stdout, one JSON object per line.",
+                                choices=("jsonl",), noun="events format")
+
+    def validate(self) -> None:
+        check_options(self)
