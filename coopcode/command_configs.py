@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from coopcode.bench_config import BenchConfig
 from coopcode.options import check_options, option, option_like
+from coopcode.solve_config import SolveConfig
 from coopcode.train.config import TrainConfig
 
 
@@ -23,9 +24,7 @@ class EvaluateConfig:
                                 help="The problems the samples answer: humaneval[:train|test|all], "
                                 "a .jsonl, a .py or a folder.")
     out: str | None = option(None, "Write one JSONL line per sample: its verdict and reward.")
-    reward: str | None = option_like(BenchConfig, "reward", help="The reward to score with: "
-                                     "seed, seed-grpo or coop (the README's Rewards) [default: "
-                                     "seed-grpo for one agent, seed for a pair].")
+    reward: str | None = option_like(SolveConfig, "reward")
     timeout: float = option_like(BenchConfig, "timeout")
 
     def validate(self) -> None:

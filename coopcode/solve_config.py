@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from coopcode.bench_config import BenchConfig
 from coopcode.engines.base import SamplingParams
-from coopcode.inputs import MAX_TEMPERATURE, MAX_TIMEOUT
-from coopcode.options import check_options, option
+from coopcode.options import check_options, option, option_like
 from coopcode.rewards import reward_names
 from coopcode.schemes import DEFAULT_SCHEME, SCHEMES
 
@@ -21,20 +21,19 @@ class SolveConfig:
     """How to solve one problem: greedy by default, `solve` shows the model's best guess."""
 
     scheme: str = option(DEFAULT_SCHEME, f"{', '.join(SCHEMES)}.", choices=SCHEMES, noun="scheme")
-    n: int = option(1, "Attempts; the best is shown.", at_least=1)
-    temperature: float = option(0.0, "Sampling temperature; 0 is greedy.",
-                                within=f"[0, {MAX_TEMPERATURE:g}]")
-    top_p: float = option(0.95, "Nucleus sampling.", within="(0, 1]")
-    max_new_tokens: int = option(512, "Token budget per agent turn.", at_least=1)
-    seed: int = option(0, "Base seed: each attempt's seed derives from it and the attempt's index.")
-    turns: int = option(1, "Turns; later turns revise from feedback on the public examples.",
-                        at_least=1)
-    timeout: float = option(5.0, "CPU seconds per program in the sandbox.",
-                            within=f"(0, {MAX_TIMEOUT:g}]")
-    reward: str | None = option(
-        None, f"The reward to score with: {', '.join(reward_names())} (the README's Rewards) "
-        "[default: seed-grpo for one agent, seed for a pair].", choices=reward_names(),
-        noun="reward")
+    n: int = option_like(BenchConfig, "n", default=1, help="Attempts; the best is shown.")
+    # Where solve's defaults differ from bench's, on purpose: greedy (the model's best guess)
+    # and a generous budget (one problem, watched).
+    temperature: float = option_like(BenchConfig, "temperature", default=0.0)
+    top_p: float = option_like(BenchConfig, "top_p")
+    max_new_tokens: int = option_like(BenchConfig, "max_new_tokens", default=512)
+    seed: int = option_like(BenchConfig, "seed", help="Base seed: each attempt's seed derives "
+                            "from it and the attempt's index.")
+    turns: int = option_like(BenchConfig, "turns")
+    timeout: float = option_like(BenchConfig, "timeout")
+    reward: str | None = option_like(
+        BenchConfig, "reward", help=f"The reward to score with: {', '.join(reward_names())} (the "
+        "README's Rewards) [default: seed-grpo for one agent, seed for a pair].")
 
     def validate(self) -> None:
         """Raise UserError (one line naming the flag) for a value a user can get wrong."""

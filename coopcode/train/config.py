@@ -21,9 +21,10 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from coopcode.bench_config import BenchConfig
 from coopcode.common_options import ModelChoice
 from coopcode.errors import UserError
-from coopcode.inputs import MAX_TEMPERATURE, MAX_TIMEOUT
+from coopcode.inputs import MAX_TEMPERATURE
 from coopcode.options import check_options, option, option_like, option_named
 from coopcode.rewards import reward_names
 
@@ -64,12 +65,12 @@ class TrainConfig:
     temperature: float = option(0.8, "Sampling temperature (log-probs are taken at the same temperature).",
                                 within=f"(0, {MAX_TEMPERATURE:g}]",
                                 why="greedy samples give the group no spread to learn from")
-    top_p: float = option(0.95, "Nucleus sampling.", within="(0, 1]")
+    top_p: float = option_like(BenchConfig, "top_p")
     turns: int = option(1, "Turns H; later turns revise from feedback on the public examples.",
                         at_least=1, form=3)
     gamma: float = option(0.9, "Discount of later turns' returns (multi-turn).", within="[0, 1]")
     early_stop_reward: float | None = option(None, "Multi-turn: a node whose mean reward reaches this gets no revision turn.")
-    timeout: float = option(5.0, "CPU seconds per program in the sandbox.", within=f"(0, {MAX_TIMEOUT:g}]")
+    timeout: float = option_like(BenchConfig, "timeout")
 
     # -- the update ------------------------------------------------------------------------
     learning_rate: float = option(5e-5, "AdamW learning rate for the LoRA weights.", flags=("--lr",),
