@@ -46,7 +46,7 @@ class BenchConfig:
         None, f"The reward recorded with each sample and averaged in the table: "
         f"{', '.join(reward_names())} [default: seed-grpo for single, seed for the pairs]; "
         "a finished run is scored again under another reward without sampling.",
-        choices=reward_names(), noun="reward")
+        choices=reward_names, noun="reward")
 
     def validate(self) -> None:
         """Raise UserError (one line naming the flag) for a value a user can get wrong."""

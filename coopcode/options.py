@@ -14,7 +14,8 @@ Metadata an `option` takes besides its default and help:
   Aliases follow it (`"--problems-per-step", "--rollout-batch"`), a bool may say
   `"--std-norm/--no-std-norm"`.
 - `choices` (with `noun`, what a value is called in the error): the accepted strings; for a
-  tuple field, the accepted items.
+  tuple field, the accepted items. A function returning them (`reward_names`) is asked each
+  time, so a reward or engine registered after the config class was made is accepted.
 - `at_least`, `above`, `within` (`"(0, 5]"`): the accepted numbers; `why` ends the error line.
 - `label`, `form`: the TUI's short label and the field's position on its form (0: not shown).
 
@@ -45,7 +46,8 @@ _TYPE_NAMES = {int: "integer", float: "number", str: "text", bool: "boolean"}
 
 
 def option(default: Any, help: str, *, flags: tuple[str, ...] = (), label: str = "",
-           form: int = 0, choices: tuple[str, ...] = (), noun: str = "value",
+           form: int = 0, choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = (),
+           noun: str = "value",
            at_least: float | None = None, above: float | None = None, within: str = "",
            why: str = "", repeat: bool = False, hidden: bool = False) -> Any:
     """A dataclass field carrying its default, its one-line help and how it is offered."""
@@ -84,7 +86,7 @@ class Option:
     flags: tuple[str, ...]
     label: str
     form: int
-    choices: tuple[str, ...]
+    choice_source: tuple[str, ...] | Callable[[], tuple[str, ...]]
     noun: str
     at_least: float | None
     above: float | None
@@ -92,6 +94,12 @@ class Option:
     why: str
     repeat: bool  # a tuple whose flag is given once per item
     hidden: bool  # left out of --help (for demos and tests)
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The accepted values (or items) as of now; empty: any."""
+        source = self.choice_source
+        return tuple(source()) if callable(source) else source
 
     @property
     def flag(self) -> str:
@@ -136,14 +144,15 @@ class Option:
         if value is None and self.optional:
             return
         items = value if self.kind is tuple else (value,)
-        if self.choices:
+        choices = self.choices
+        if choices:
             if not items:
                 raise UserError(f"{self.flag}: name at least one {self.noun}, e.g. "
                                 f"{self.flag} {self.show(self.default)}")
             for item in items:
-                if item not in self.choices:
+                if item not in choices:
                     raise UserError(f"unknown {self.noun} {item!r} for {self.flag}: use one of "
-                                    f"{', '.join(self.choices)}")
+                                    f"{', '.join(choices)}")
         if self.item in (int, float):
             for item in items:
                 self._check_number(item)
@@ -198,7 +207,7 @@ def _read_options(cls: type) -> tuple[Option, ...]:
             name=f.name, default=f.default, help=meta["help"], kind=kind, item=item,
             optional=optional, flags=meta.get("flags") or ("--" + f.name.replace("_", "-"),),
             label=meta.get("label") or f.name.replace("_", " "), form=meta.get("form", 0),
-            choices=tuple(meta.get("choices", ())), noun=meta.get("noun", "value"),
+            choice_source=meta.get("choices", ()), noun=meta.get("noun", "value"),
             at_least=meta.get("at_least"), above=meta.get("above"),
             within=meta.get("within", ""), why=meta.get("why", ""),
             repeat=bool(meta.get("repeat")) and kind is tuple, hidden=bool(meta.get("hidden"))))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.adapters import check_adapter
-from coopcode.engines import Engine, load_engine
+from coopcode.engines import Engine, engine_kind, load_engine
 from coopcode.errors import UserError
 
 HELPER, MAIN = "helper", "main"
@@ -60,8 +60,9 @@ def open_agents(
 ) -> Agents:
     """Load the base model once and the agents' adapters onto it (a server engine serves
     them by name: `--helper-model` / `--main-model`)."""
-    if engine == "openai" and (helper_adapter or main_adapter):
-        raise UserError("--engine openai serves adapters by name: start the server with "
+    served = engine_kind(engine).served
+    if served and (helper_adapter or main_adapter):
+        raise UserError(f"--engine {engine} serves adapters by name: start the server with "
                         "--lora-modules helper=FOLDER main=FOLDER and pass --helper-model helper "
                         "--main-model main")
     helper_path = resolve_adapter_path(helper_adapter, HELPER)
@@ -78,10 +79,10 @@ def open_agents(
     if main_path:
         eng.load_adapter(MAIN, main_path)
         agents.main_adapter = (MAIN, main_path)
-    served = eng.adapters() if engine == "openai" else {}
+    names = eng.adapters() if served else {}
     for role in (HELPER, MAIN):
-        if role in served:  # the served model name stands where a folder would
-            setattr(agents, f"{role}_adapter", (role, f"served:{served[role]}"))
+        if role in names:  # the served model name stands where a folder would
+            setattr(agents, f"{role}_adapter", (role, f"served:{names[role]}"))
     return agents
 
 

@@ -12,35 +12,28 @@ from coopcode.engines.base import (
     SamplingParams,
     derive_seed,
 )
-from coopcode.engines.options import ENGINES, EngineConfig
+from coopcode.engines.options import EngineConfig
+from coopcode.engines.registry import ENGINE_KINDS, EngineKind, engine_kind, register_engine
 from coopcode.engines.scripted import ScriptedEngine
 
 __all__ = [
+    "ENGINE_KINDS",
     "Completion",
     "DeltaCallback",
     "Engine",
     "EngineConfig",
+    "EngineKind",
     "GenerationRequest",
     "SamplingParams",
     "ScriptedEngine",
     "derive_seed",
+    "engine_kind",
     "load_engine",
+    "register_engine",
 ]
 
+
 def load_engine(model: str | None = None, engine: str = "transformers", **kw: Any) -> Engine:
-    """An engine for `model` (catalog name, folder or HF id); heavy imports happen here."""
-    from coopcode.errors import UserError
-
-    if engine == "transformers":
-        from coopcode.engines.transformers_engine import TransformersEngine
-
-        return TransformersEngine(model, **kw)
-    if engine == "vllm":
-        from coopcode.engines.vllm_engine import VLLMEngine
-
-        return VLLMEngine(model, **kw)
-    if engine == "openai":
-        from coopcode.engines.openai_engine import OpenAIEngine
-
-        return OpenAIEngine(model, **kw)
-    raise UserError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
+    """An engine for `model` (catalog name, folder or HF id) of the kind registered as `engine`
+    (`coopcode.engines.registry`); heavy imports happen here."""
+    return engine_kind(engine).engine_class()(model, **kw)  # type: ignore[no-any-return]

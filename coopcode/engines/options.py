@@ -11,21 +11,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coopcode.engines.registry import ENGINE_KINDS, engine_kind
 from coopcode.errors import UserError
 from coopcode.options import check_options, option
 
-ENGINES = ("transformers", "vllm", "openai")
 DTYPES = ("bfloat16", "float32", "float16")
-EMBEDDED_ONLY = ("deterministic", "max_batch", "kv_cache_gb")  # the embedded engine's options
-SERVED_ONLY = ("base_url", "api_key_env", "helper_model", "main_model")  # --engine openai's
 
 
 @dataclass(frozen=True)
 class EngineConfig:
     """The engine and its options (`None`: the engine's own default)."""
 
-    engine: str = option("transformers", "transformers (default, CPU or GPU), vllm (in-process, "
-                         "optional extra) or openai (any OpenAI-compatible server: --base-url).")
+    engine: str = option("transformers", ", ".join(k.help for k in ENGINE_KINDS.values()) + ".")
     dtype: str | None = option(None, "bfloat16 or float32 [default: on a CPU, whichever multiplies "
                                "a full batch faster here, measured once].")
     deterministic: bool = option(False, "Generate every sample alone, so a seed gives the same text "
@@ -49,22 +46,19 @@ class EngineConfig:
     def validate(self) -> None:
         """UserError, one line naming the flag: an unknown engine or dtype, an option of
         another engine, a server engine without a server, a number out of bounds."""
-        if self.engine not in ENGINES:
-            raise UserError(f"unknown engine {self.engine!r}: use one of {', '.join(ENGINES)}")
+        kind = engine_kind(self.engine)
         if self.dtype is not None and self.dtype not in DTYPES:
             raise UserError(f"--dtype {self.dtype}: use bfloat16, float32 or float16")
-        flag = {o: "--" + o.replace("_", "-") for o in (*EMBEDDED_ONLY, *SERVED_ONLY)}
-        for name in EMBEDDED_ONLY:
-            if getattr(self, name) and self.engine != "transformers":
-                raise UserError(f"{flag[name]} is an option of the embedded engine "
-                                f"(--engine transformers), not {self.engine}")
-        if self.engine != "openai":
-            given = [flag[name] for name in SERVED_ONLY if getattr(self, name)]
+        for other in ENGINE_KINDS.values():  # an option only another engine takes
+            given = [name for name in other.options
+                     if name not in kind.options and getattr(self, name)]
             if given:
-                raise UserError(f"{given[0]} is an option of --engine openai")
-        else:
+                flag = "--" + given[0].replace("_", "-")
+                raise UserError(f"{flag} is an option of {other.title}, not {self.engine}")
+        if kind.served:
             if not self.base_url:
-                raise UserError("--engine openai needs --base-url URL (e.g. http://127.0.0.1:8000/v1)")
+                raise UserError(f"--engine {self.engine} needs --base-url URL (e.g. "
+                                "http://127.0.0.1:8000/v1)")
             for url in self.base_url:
                 if not url.startswith(("http://", "https://")):
                     raise UserError(f"--base-url {url!r}: give an http(s) URL such as "
@@ -73,7 +67,7 @@ class EngineConfig:
 
     def kwargs(self) -> dict[str, Any]:
         """The keyword arguments of the engine's constructor these options ask for."""
-        if self.engine == "openai":  # the server chose its dtype
+        if engine_kind(self.engine).served:  # the server chose its dtype
             return {"base_urls": list(self.base_url), "api_key_env": self.api_key_env,
                     "helper_model": self.helper_model, "main_model": self.main_model}
         kw: dict[str, Any] = {"dtype": self.dtype}

@@ -23,6 +23,7 @@ from typing import Any
 
 from coopcode.bench_config import BenchConfig
 from coopcode.common_options import ModelChoice
+from coopcode.engines.registry import engine_kind, rollout_engine_names
 from coopcode.errors import UserError
 from coopcode.inputs import MAX_TEMPERATURE
 from coopcode.options import check_options, option, option_like, option_named
@@ -33,7 +34,6 @@ TRAIN_SCHEMES = ("sequential", "parallel")  # MAGRPO; GRPO always uses the `sing
 JOINT_MODES = ("aligned", "cross")
 LR_SCHEDULES = ("constant", "linear", "cosine")
 REDUCTIONS = ("sum", "mean")
-ROLLOUT_ENGINES = ("local", "vllm", "openai")
 
 
 @dataclass
@@ -53,7 +53,7 @@ class TrainConfig:
                         choices=JOINT_MODES, noun="joint mode")
     reward: str | None = option(
         None, f"The reward trained on: {', '.join(reward_names())} (see the README's Rewards) "
-        "[default: seed for magrpo, seed-grpo for grpo].", choices=reward_names(), noun="reward",
+        "[default: seed for magrpo, seed-grpo for grpo].", choices=reward_names, noun="reward",
         form=9)
 
     # -- sampling --------------------------------------------------------------------------
@@ -113,9 +113,10 @@ class TrainConfig:
 
     # -- who samples the rollouts ----------------------------------------------------------
     rollout_engine: str = option(
-        "local", "Who samples: local (the trained model itself), vllm (vLLM in-process) or "
-        "openai (OpenAI-compatible servers at --rollout-base-url, e.g. vllm serve).",
-        choices=ROLLOUT_ENGINES, noun="rollout engine")
+        "transformers", "Who samples: transformers (the model being trained samples itself; "
+        "`local` in earlier runs), vllm (vLLM in-process) or openai (OpenAI-compatible servers "
+        "at --rollout-base-url, e.g. vllm serve).", choices=rollout_engine_names,
+        noun="rollout engine")
     rollout_base_url: tuple[str, ...] = option(
         (), "--rollout-engine openai: the servers' URLs, comma-separated (vllm serve started with "
         "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True --enable-lora; they must read the run folder).")
@@ -145,15 +146,17 @@ class TrainConfig:
         if self.algo == "grpo" and self.helper_init is not None:
             raise UserError(f"{flag('helper_init')}: GRPO trains one agent (use "
                             f"{flag('main_init')})")
-        if (self.rollout_engine == "openai") != bool(self.rollout_base_url):
+        rollouts = engine_kind(self.rollout_engine)
+        if rollouts.served != bool(self.rollout_base_url):
             raise UserError(f"{flag('rollout_base_url')} goes with {flag('rollout_engine')} openai "
                             "(the servers that sample the rollouts)")
         for url in self.rollout_base_url:
             if not url.startswith(("http://", "https://")):
                 raise UserError(f"{flag('rollout_base_url')} {url!r}: give an http(s) URL such as "
                                 "http://127.0.0.1:8000/v1")
-        if self.deterministic and self.rollout_engine != "local":
-            raise UserError(f"{flag('deterministic')} is for local rollouts")
+        if self.deterministic and rollouts.rollouts != "in place":
+            raise UserError(f"{flag('deterministic')} is for rollouts the trained model samples "
+                            f"itself ({flag('rollout_engine')} transformers)")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -80,20 +80,20 @@ def with_reward(config: TrainConfig) -> TrainConfig:
 
 
 def open_rollout_engine(config: TrainConfig, progress: Any = None) -> tuple[Any, Any]:
-    """The engine that samples and the policy that learns. Local: one model does both (the
-    adapters are trained in place; the policy is made from the engine). vLLM or servers:
-    they sample, and a separate transformers copy of the model computes the gradients."""
-    from coopcode.engines import load_engine
+    """The engine that samples and the policy that learns. The embedded engine: one model
+    does both (the adapters are trained in place; the policy is made from the engine). vLLM
+    or servers: they sample, and a separate transformers copy of the model computes the
+    gradients (`EngineKind.rollouts` says which)."""
+    from coopcode.engines import engine_kind, load_engine
     from coopcode.train.policy import TransformersPolicy
 
-    if config.rollout_engine == "local":
-        kw: dict[str, Any] = {"deterministic": True} if config.deterministic else {}
-        return load_engine(config.model, progress=progress, **kw), None
-    if config.rollout_engine == "openai":
-        engine = load_engine(config.model, "openai", base_urls=list(config.rollout_base_url),
-                             progress=progress)
-    else:
-        engine = load_engine(config.model, "vllm", progress=progress)
+    kind = engine_kind(config.rollout_engine)
+    kw: dict[str, Any] = {"deterministic": True} if config.deterministic else {}
+    if kind.served:
+        kw["base_urls"] = list(config.rollout_base_url)
+    engine = load_engine(config.model, kind.name, progress=progress, **kw)
+    if kind.rollouts == "in place":  # the engine's model is the policy: no second copy
+        return engine, None
     return engine, TransformersPolicy.load(config.model, progress=progress)
 
 
