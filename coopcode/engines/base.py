@@ -1,9 +1,11 @@
 """The Engine interface: turn prompts into sampled completions, streaming deltas as they come.
 
 Implementations: `TransformersEngine` (default: one base model in memory, helper and main as
-named LoRA adapters switched per request), `ScriptedEngine` (deterministic, for tests and
-UI work), `VLLMEngine` (GPU machines, lazy import). An OpenAI-compatible HTTP engine can
-implement the same few methods.
+named LoRA adapters, each row of a batch with its own), `VLLMEngine` (vLLM in-process, lazy
+import), `OpenAIEngine` (OpenAI-compatible servers such as `vllm serve`, replicas
+least-loaded first) and `ScriptedEngine` (deterministic, for tests and UI work). The loadable
+ones are registered by name in `coopcode.engines.registry`; a new one implements the few
+methods below and registers an `EngineKind`.
 """
 
 from __future__ import annotations
