@@ -23,11 +23,11 @@ import argparse
 import time
 from typing import Any
 
+from coopcode.collaboration.scheduler import Scheduler, sample_specs
+from coopcode.collaboration.solve import hidden_test_job
 from coopcode.engines import Engine, SamplingParams
 from coopcode.problems import Problem, load_humaneval
-from coopcode.scheduler import Scheduler, sample_specs
 from coopcode.schemes import SampleState, get_scheme
-from coopcode.solve import hidden_test_job
 from sandbox import Sandbox, open_sandbox
 
 CONCURRENCY: int | None = None  # --concurrency (None: what fills the engine)

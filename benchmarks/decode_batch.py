@@ -46,7 +46,7 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     args = ap.parse_args()
 
-    from coopcode import prompts
+    from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval

@@ -21,9 +21,9 @@ def main() -> None:
     ap.add_argument("--step-tokens", type=int, default=256)
     args = ap.parse_args()
 
+    from coopcode.collaboration.scheduler import Scheduler, sample_specs
     from coopcode.engines import SamplingParams, load_engine
     from coopcode.problems import load_humaneval
-    from coopcode.scheduler import Scheduler, sample_specs
     from coopcode.schemes import get_scheme
 
     engine: Any = load_engine(None, "transformers")

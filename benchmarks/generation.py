@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--task", default="HumanEval/0")
     args = ap.parse_args()
 
-    from coopcode import prompts
+    from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval

@@ -21,7 +21,7 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=96)
     args = ap.parse_args()
 
-    from coopcode import prompts
+    from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams, load_engine
     from coopcode.problems import load_humaneval
 

@@ -114,7 +114,7 @@ def teacher_forced_logits(model: Any, ids: torch.Tensor) -> torch.Tensor:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
-    from coopcode import prompts
+    from coopcode.collaboration import prompts
     from coopcode.models import resolve_model
     from coopcode.problems import load_humaneval
 

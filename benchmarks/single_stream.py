@@ -58,7 +58,7 @@ def main() -> None:
     import torch
     from number_formats import bytes_per_token, read_bandwidth  # this folder is on sys.path
 
-    from coopcode import prompts
+    from coopcode.collaboration import prompts
     from coopcode.engines import cpu_threads
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval

@@ -26,7 +26,7 @@ _LAZY = {
     # engines
     "Engine": "coopcode.engines", "GenerationRequest": "coopcode.engines",
     "SamplingParams": "coopcode.engines", "ScriptedEngine": "coopcode.engines",
-    "load_engine": "coopcode.engines", "open_agents": "coopcode.runtime",
+    "load_engine": "coopcode.engines", "open_agents": "coopcode.core.runtime",
     # problems
     "Problem": "coopcode.problems", "load_problems": "coopcode.problems",
     "load_humaneval": "coopcode.problems", "load_problem_file": "coopcode.problems",
@@ -34,20 +34,25 @@ _LAZY = {
     "open_sandbox": "sandbox", "Job": "sandbox", "Verdict": "sandbox",
     # schemes and the scheduler
     "SCHEMES": "coopcode.schemes", "Scheme": "coopcode.schemes", "get_scheme": "coopcode.schemes",
-    "Scheduler": "coopcode.scheduler", "SampleSpec": "coopcode.scheduler",
-    "sample_specs": "coopcode.scheduler", "Attempt": "coopcode.attempts",
+    "Scheduler": "coopcode.collaboration.scheduler",
+    "SampleSpec": "coopcode.collaboration.scheduler",
+    "sample_specs": "coopcode.collaboration.scheduler",
+    "Attempt": "coopcode.collaboration.attempts",
     # jobs
-    "solve": "coopcode.solve", "SolveConfig": "coopcode.solve", "SolveResult": "coopcode.solve",
-    "run_bench": "coopcode.bench", "BenchConfig": "coopcode.bench", "BenchSummary": "coopcode.bench",
-    "pass_at_k": "coopcode.metrics",
+    "solve": "coopcode.collaboration.solve", "SolveConfig": "coopcode.collaboration.solve",
+    "SolveResult": "coopcode.collaboration.solve",
+    "run_bench": "coopcode.evaluation.bench", "BenchConfig": "coopcode.evaluation.bench",
+    "BenchSummary": "coopcode.evaluation.bench",
+    "pass_at_k": "coopcode.evaluation.at_k",
     # evaluation: intervals, paired comparisons, cooperation patterns
-    "classify_cooperation": "coopcode.cooperation", "mean_interval": "coopcode.stats",
-    "paired_difference": "coopcode.stats", "compare_runs": "coopcode.compare",
-    "load_run": "coopcode.compare",
+    "classify_cooperation": "coopcode.collaboration.cooperation",
+    "mean_interval": "coopcode.evaluation.stats", "paired_difference": "coopcode.evaluation.stats",
+    "compare_runs": "coopcode.evaluation.compare", "load_run": "coopcode.evaluation.compare",
     "train": "coopcode.train", "TrainConfig": "coopcode.train",
     # events
-    "Event": "coopcode.events", "JsonlWriter": "coopcode.events", "parse_event": "coopcode.events",
-    "UserError": "coopcode.errors",
+    "Event": "coopcode.core.events", "JsonlWriter": "coopcode.core.events",
+    "parse_event": "coopcode.core.events",
+    "UserError": "coopcode.core.errors",
 }
 
 __all__ = sorted(_LAZY)

@@ -18,19 +18,19 @@ from typing import Annotated, Any, NoReturn
 import typer
 from rich.console import Console
 
-from coopcode.bench_config import BenchConfig, BenchRun
-from coopcode.command_configs import CompareConfig, EvaluateConfig, TableConfig
-from coopcode.common_options import (
+from coopcode.collaboration.solve_config import SolveConfig
+from coopcode.core.errors import UserError
+from coopcode.engines.options import EngineConfig
+from coopcode.evaluation.bench_config import BenchConfig, BenchRun
+from coopcode.settings.commands import CompareConfig, EvaluateConfig, TableConfig
+from coopcode.settings.common import (
     AdapterChoice,
     EventsOutput,
     JsonOutput,
     ModelChoice,
     SandboxChoice,
 )
-from coopcode.engines.options import EngineConfig
-from coopcode.errors import UserError
-from coopcode.options import config_options
-from coopcode.solve_config import SolveConfig
+from coopcode.settings.options import config_options
 
 app = typer.Typer(
     name="coopcode",
@@ -48,7 +48,7 @@ out = Console()
 err = Console(stderr=True)
 
 def _emitter(events: EventsOutput, render: Any) -> Any:
-    from coopcode.events import JsonlWriter
+    from coopcode.core.events import JsonlWriter
 
     return render if events.events is None else JsonlWriter(sys.stdout)
 
@@ -65,7 +65,7 @@ def _progress(message: str) -> None:
     err.print(f"[dim]{message}[/]", highlight=False)
 
 
-# Each command's options are its config parameters' fields (coopcode.options.config_options):
+# Each command's options are its config parameters' fields (coopcode.settings.options.config_options):
 # no command declares a --flag of its own.
 
 @app.command()
@@ -81,10 +81,10 @@ def solve(
     engine_config: EngineConfig,
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
+    from coopcode.collaboration.solve import solve as run_solve
+    from coopcode.core.runtime import open_agents, open_sandbox_for_cli
+    from coopcode.display.render import LiveAgents, LogPrinter, print_solve
     from coopcode.problems import load_humaneval, load_problem_file
-    from coopcode.render import LiveAgents, LogPrinter, print_solve
-    from coopcode.runtime import open_agents, open_sandbox_for_cli
-    from coopcode.solve import solve as run_solve
 
     # Everything a user typed is checked before the model loads: bad input fails in
     # milliseconds (every config is validated already).
@@ -135,13 +135,13 @@ def bench(
     engine_config: EngineConfig,
 ) -> None:
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
-    from coopcode.bench import run_bench
-    from coopcode.inputs import check_output_folder
+    from coopcode.core.inputs import check_output_folder
+    from coopcode.core.run_lock import RunLock
+    from coopcode.core.runtime import open_agents, open_sandbox_for_cli
+    from coopcode.display.render import BenchProgress, LogPrinter, bench_table
+    from coopcode.evaluation.bench import run_bench
     from coopcode.problems import load_problems
-    from coopcode.render import BenchProgress, LogPrinter, bench_table
     from coopcode.rewards import format_terms
-    from coopcode.run_lock import RunLock
-    from coopcode.runtime import open_agents, open_sandbox_for_cli
 
     # Every config is validated: bad numbers and k > n failed in milliseconds, before anything loads.
     probs = load_problems(config.problems)
@@ -195,11 +195,11 @@ def evaluate(
     as_json: JsonOutput,
 ) -> None:
     """Score a samples file with our sandbox under a reward (cross-check with OpenAI's harness, or re-score a finished run)."""
-    from coopcode.evaluate import check_samples_k, read_samples, score_samples
-    from coopcode.inputs import check_output_file
+    from coopcode.core.inputs import check_output_file
+    from coopcode.core.runtime import open_sandbox_for_cli
+    from coopcode.display.render import LogPrinter
+    from coopcode.evaluation.evaluate import check_samples_k, read_samples, score_samples
     from coopcode.problems import load_problems
-    from coopcode.render import LogPrinter
-    from coopcode.runtime import open_sandbox_for_cli
 
     # Every input is checked before the sandbox starts: a bad line fails in milliseconds.
     out_file = None if config.out is None else Path(config.out)
@@ -234,8 +234,14 @@ def compare(
     as_json: JsonOutput,
 ) -> None:
     """Paired comparison over shared problems: Δ pass@k (B − A) with a 95% interval, a sign test, the problems that moved."""
-    from coopcode.compare import compare_runs, markdown, pair_up, print_comparisons, write_outputs
-    from coopcode.inputs import check_output_folder
+    from coopcode.core.inputs import check_output_folder
+    from coopcode.evaluation.compare import (
+        compare_runs,
+        markdown,
+        pair_up,
+        print_comparisons,
+        write_outputs,
+    )
 
     if as_json.as_json and config.markdown:
         raise UserError("--json and --markdown: choose one output format")
@@ -270,8 +276,8 @@ def paper_table(
     Trains (or resumes) the two adapters when their runs are not complete, benches each row
     in --out/<row> (resuming), compares each row with the single model, paired over problems.
     """
-    from coopcode import paper_table as pt
-    from coopcode.inputs import check_output_folder
+    from coopcode.core.inputs import check_output_folder
+    from coopcode.evaluation import paper_table as pt
 
     ks = list(config.ks)
     out_dir = None if config.out is None else Path(config.out)
@@ -303,10 +309,10 @@ def paper_table(
                         train=not config.no_train, train_steps=config.train_steps,
                         train_max_new_tokens=config.train_max_new_tokens)
     pt.check_plan(plan)  # refusals before anything loads
+    from coopcode.core.runtime import open_sandbox_for_cli
+    from coopcode.display.render import LogPrinter
     from coopcode.engines import load_engine
     from coopcode.problems import load_problems
-    from coopcode.render import LogPrinter
-    from coopcode.runtime import open_sandbox_for_cli
     from coopcode.train.cli import TrainPrinter
     from coopcode.train.run import train
 
@@ -335,7 +341,7 @@ def models_list(as_json: JsonOutput) -> None:
     On a terminal a table; piped, a header and one tab-separated line per model, nothing cut.
     `--json` keys: name, default, ready, size_bytes, source, path, description.
     """
-    from coopcode.listing import print_listing, writes_to_terminal
+    from coopcode.display.listing import print_listing, writes_to_terminal
     from coopcode.models import CATALOG, DEFAULT_MODEL, is_ready, model_dir
 
     models: list[dict[str, Any]] = [

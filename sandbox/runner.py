@@ -37,7 +37,7 @@ if __name__ == "__main__" and sys.path[:1] != [HERE]:
 
 import confine  # noqa: E402
 import judge  # noqa: E402,F401  (imported once here, so each forked judge has it)
-from helper_procs import SPAWN_ENV, JudgeClient, ZygoteClient, ZygoteDied  # noqa: E402
+from runner_procs import SPAWN_ENV, JudgeClient, ZygoteClient, ZygoteDied  # noqa: E402
 from supervise import Supervisor  # noqa: E402
 from wire import FrameReader, read_frame, write_frame  # noqa: E402
 

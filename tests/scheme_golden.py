@@ -60,9 +60,9 @@ def _attempt(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def solve_attempts(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
+    from coopcode.collaboration.solve import SolveConfig, solve
     from coopcode.problems import load_problem_file
     from coopcode.schemes import SCHEMES
-    from coopcode.solve import SolveConfig, solve
 
     problem = load_problem_file(EXAMPLES / "below_zero.py")
     out = {}
@@ -76,7 +76,7 @@ def solve_attempts(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
 
 
 def bench_records(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
-    from coopcode.bench import BenchConfig, run_bench
+    from coopcode.evaluation.bench import BenchConfig, run_bench
     from coopcode.problems import load_problems
     from coopcode.schemes import SCHEMES
 

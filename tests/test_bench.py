@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.bench import BenchConfig, run_bench
+from coopcode.core.errors import UserError
+from coopcode.core.events import Event, Progress, VerdictReady
 from coopcode.engines import ScriptedEngine
-from coopcode.errors import UserError
-from coopcode.events import Event, Progress, VerdictReady
+from coopcode.evaluation.bench import BenchConfig, run_bench
+from coopcode.evaluation.results import ResultsStore
 from coopcode.problems import load_problems
-from coopcode.results import ResultsStore
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"

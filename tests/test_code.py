@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.code import combine, defines, extract_code, prompt_context
+from coopcode.collaboration.code import combine, defines, extract_code, prompt_context
 from coopcode.problems import load_humaneval
 
 FIXTURES = Path(__file__).parent / "fixtures" / "model_outputs.jsonl"

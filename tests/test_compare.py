@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from coopcode.bench import BenchConfig, run_bench
 from coopcode.engines import ScriptedEngine
+from coopcode.evaluation.bench import BenchConfig, run_bench
 from coopcode.problems import load_problems
 from tests.cli_helpers import assert_one_line_error, coopcode
 

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from coopcode import classify_cooperation
-from coopcode.cooperation import PATTERNS, describe_cooperation, pattern_rates
+from coopcode.collaboration.cooperation import PATTERNS, describe_cooperation, pattern_rates
 
 
 def case(helper: str, main: str, expected: list[str], entry: str = "f") -> tuple[str, str, str, list[str]]:

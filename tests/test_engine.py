@@ -11,13 +11,13 @@ import pytest
 from adapter_helpers import make_adapter
 from engine_trace import traced
 
+from coopcode.core.errors import ModelError
 from coopcode.engines import GenerationRequest, SamplingParams
 from coopcode.engines.transformers_engine import (
     TransformersEngine,
     cpu_has_bf16,
     pick_device_and_dtype,
 )
-from coopcode.errors import ModelError
 
 
 def _prompt(engine: TransformersEngine, text: str = "Write a function.") -> str:

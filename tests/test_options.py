@@ -1,4 +1,4 @@
-"""Each setting is declared once, as a config field (`coopcode.options`): every command offers
+"""Each setting is declared once, as a config field (`coopcode.settings.options`): every command offers
 exactly its config classes' fields as options, each with the field's flag, help and default, a
 field added to a config shows up on the command line with nothing else written, and a bad
 value of every kind is refused with one `error:` line naming its flag."""
@@ -16,12 +16,12 @@ from cli_helpers import assert_refused, coopcode
 from rich.text import Text
 from typer.testing import CliRunner
 
-from coopcode.bench_config import BenchConfig
 from coopcode.cli import app
+from coopcode.collaboration.solve_config import SolveConfig
+from coopcode.core.errors import UserError
 from coopcode.engines.options import EngineConfig
-from coopcode.errors import UserError
-from coopcode.options import Option, config_options, option, options
-from coopcode.solve_config import SolveConfig
+from coopcode.evaluation.bench_config import BenchConfig
+from coopcode.settings.options import Option, config_options, option, options
 from coopcode.train.config import TrainConfig
 
 

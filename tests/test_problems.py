@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.errors import ProblemError
+from coopcode.core.errors import ProblemError
 from coopcode.problems import (
     load_humaneval,
     load_problem_file,

@@ -22,6 +22,28 @@ def test_every_exported_name_resolves_and_import_stays_light() -> None:
     assert int(count) >= 30 and missing.strip() == "[]"
 
 
+def test_every_exported_name_is_its_modules_object_whatever_was_imported_first() -> None:
+    # A module named like an exported function (the package `coopcode.train`, the function
+    # `train`) shadows it once imported: `from coopcode import SolveConfig, solve` must still
+    # give the function. Everything is imported first, then each name is asked for.
+    code = ("import coopcode, importlib\n"
+            "for module in set(coopcode._LAZY.values()):\n"
+            "    importlib.import_module(module)\n"
+            "from coopcode import SolveConfig, solve, TrainConfig, train\n"
+            "wrong = [n for n in coopcode.__all__ if getattr(coopcode, n) is not\n"
+            "         getattr(importlib.import_module(coopcode._LAZY[n]), n)]\n"
+            "print(wrong, callable(solve), callable(train))\n"
+            "try:\n"
+            "    train()\n"
+            "except TypeError as e:\n"
+            "    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    wrong, called = done.stdout.splitlines()
+    assert wrong == "['train'] True True"  # the package, callable: it trains
+    assert "train() missing 2 required positional arguments: 'config' and 'out'" in called
+
+
 def test_the_readme_script_benches_two_schemes(tmp_path: Path, tiny_model_dir: Path) -> None:
     readme = (REPO / "README.md").read_text()
     script = re.search(r"## From Python.*?```python\n(.*?)```", readme, re.S)

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from coopcode.bench import BenchConfig, run_bench
-from coopcode.compare import summarize_folder
 from coopcode.engines import ScriptedEngine
+from coopcode.evaluation.bench import BenchConfig, run_bench
+from coopcode.evaluation.compare import summarize_folder
+from coopcode.evaluation.stats import mean_interval
 from coopcode.problems import load_problems
-from coopcode.stats import mean_interval
 from tests.test_compare import _script
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 from coopcode.rewards import (
     REWARDS,
     RewardBreakdown,

@@ -11,8 +11,8 @@ import pytest
 from cli_helpers import assert_refused, coopcode
 from test_bench import good_script
 
-from coopcode.bench import BenchConfig, run_bench
 from coopcode.engines import ScriptedEngine
+from coopcode.evaluation.bench import BenchConfig, run_bench
 from coopcode.problems import load_problems
 
 REPO = Path(__file__).resolve().parent.parent
@@ -100,7 +100,7 @@ def test_evaluate_scores_a_bench_samples_file_again(tmp_path: Path, process_sand
     # The bench's own summary under coop, from the records alone, agrees.
     from dataclasses import replace
 
-    from coopcode.bench import summarize
+    from coopcode.evaluation.bench import summarize
 
     records = [json.loads(line) for line in samples.read_text().splitlines()]
     again = summarize(records, replace(config, reward="coop"), [p.task_id for p in problems], "")

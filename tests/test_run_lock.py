@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.errors import UserError
-from coopcode.results import ResultsStore
-from coopcode.run_lock import RunLock
+from coopcode.core.errors import UserError
+from coopcode.core.run_lock import RunLock
+from coopcode.evaluation.results import ResultsStore
 from tests.cli_helpers import assert_refused, coopcode
 
 HOLD = """
 import os, sys, time
 from pathlib import Path
-from coopcode.run_lock import RunLock
+from coopcode.core.run_lock import RunLock
 lock = RunLock.acquire(Path(sys.argv[1]))
 if sys.argv[2] == "fork" and os.fork() == 0:
     time.sleep(60)  # a child (as a sandbox worker is) outliving its parent

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from coopcode.collaboration.scheduler import SampleSpec, Scheduler, sample_specs
+from coopcode.collaboration.solve import hidden_test_job
 from coopcode.engines import SamplingParams, ScriptedEngine
 from coopcode.problems import load_humaneval, load_problem_file
-from coopcode.scheduler import SampleSpec, Scheduler, sample_specs
 from coopcode.schemes import SampleState, get_scheme
-from coopcode.solve import hidden_test_job
 from sandbox import Verdict
 
 PROBLEMS = load_humaneval("test")[:8]

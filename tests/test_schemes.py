@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.attempts import main_calls_helper, sample_seed
+from coopcode.collaboration.attempts import main_calls_helper, sample_seed
+from coopcode.collaboration.scheduler import Scheduler, sample_specs
+from coopcode.core.errors import UserError
 from coopcode.engines import GenerationRequest, SamplingParams, ScriptedEngine
-from coopcode.errors import UserError
 from coopcode.problems import load_problem_file
-from coopcode.scheduler import Scheduler, sample_specs
 from coopcode.schemes import SCHEMES, get_scheme
 
 PROBLEM = load_problem_file(Path(__file__).resolve().parent.parent / "examples" / "below_zero.py")

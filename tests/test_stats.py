@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from coopcode.metrics import pass_at_k_by_problem
-from coopcode.stats import mean_interval, paired_difference, sign_test, t_quantile
+from coopcode.evaluation.at_k import pass_at_k_by_problem
+from coopcode.evaluation.stats import mean_interval, paired_difference, sign_test, t_quantile
 
 
 @pytest.mark.parametrize(("df", "level", "table"), [

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from vllm_env import DEMO, REPO, vllm_env, vllm_python_or_skip
 
-from coopcode.errors import ModelError
+from coopcode.core.errors import ModelError
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is installed here")

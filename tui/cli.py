@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import typer
 
-from coopcode.common_options import AdapterChoice, ModelChoice, SandboxChoice
-from coopcode.options import check_options, config_options, option
+from coopcode.settings.common import AdapterChoice, ModelChoice, SandboxChoice
+from coopcode.settings.options import check_options, config_options, option
 
 SCREENS = ("agents", "collaborate", "train", "bench")
 

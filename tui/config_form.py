@@ -1,4 +1,4 @@
-"""The Train and Bench forms, derived from their config dataclasses (`coopcode.options`).
+"""The Train and Bench forms, derived from their config dataclasses (`coopcode.settings.options`).
 
 A form shows the fields declared with `form=N`, in that order: each with its short label, a
 Select when the field has choices and an Input otherwise, filled with the field's default or
@@ -15,7 +15,7 @@ from textual.containers import Horizontal
 from textual.dom import DOMNode
 from textual.widgets import Input, Label, Select
 
-from coopcode.options import form_options
+from coopcode.settings.options import form_options
 
 
 def form_fields(cls: type, presets: dict[str, Any] | None = None) -> ComposeResult:

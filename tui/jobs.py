@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coopcode.events import Event, Log, parse_event
-from coopcode.paths import cache_dir
+from coopcode.core.events import Event, Log, parse_event
+from coopcode.core.paths import cache_dir
 
 
 def jobs_dir() -> Path:

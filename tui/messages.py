@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from coopcode.events import Event
+from coopcode.core.events import Event
 
 
 class CoopEvent(Message):

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from coopcode.core.runtime import HELPER, MAIN, Agents, resolve_adapter_path
 from coopcode.models.catalog import DEFAULT_MODEL
-from coopcode.runtime import HELPER, MAIN, Agents, resolve_adapter_path
 
 Progress = Callable[[str], None]
 EngineFactory = Callable[[str | None, Progress], Any]  # (model spec, progress) -> Engine

@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from coopcode.core.errors import ModelError, UserError
 from coopcode.engines.base import (
     Completion,
     Engine,
@@ -42,7 +43,6 @@ from coopcode.engines.base import (
     derive_seed,
 )
 from coopcode.engines.stops import find_stop, safe_length, stop_search_start
-from coopcode.errors import ModelError, UserError
 from coopcode.models import ResolvedModel, resolve_model
 
 MAX_SERVER_STOPS = 4  # the OpenAI API's limit, which vLLM enforces (VLLM_MAX_STOP_STRINGS)

@@ -1,7 +1,7 @@
 """`EngineConfig`: which engine generates, and the options each engine adds, declared once.
 
 `coopcode solve`, `coopcode bench` and `coopcode paper-table` take these options
-(`coopcode.options.config_options`); `validate` refuses a bad value or an option of another
+(`coopcode.settings.options.config_options`); `validate` refuses a bad value or an option of another
 engine with one line before anything loads, and `kwargs` is what `load_engine` (through
 `runtime.open_agents`) is given.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coopcode.core.errors import UserError
 from coopcode.engines.registry import ENGINE_KINDS, engine_kind
-from coopcode.errors import UserError
-from coopcode.options import check_options, option
+from coopcode.settings.options import check_options, option
 
 DTYPES = ("bfloat16", "float32", "float16")
 

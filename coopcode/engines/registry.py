@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from importlib import import_module
 from typing import Any
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 
 
 @dataclass(frozen=True)

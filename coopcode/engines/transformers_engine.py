@@ -38,11 +38,11 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from coopcode.core.errors import ModelError
 from coopcode.engines import cpu_threads
 from coopcode.engines.base import Engine, GenerationRequest, SampleDelta, Submission
 from coopcode.engines.batching import ContinuousBatcher
 from coopcode.engines.flat_step import ATTENTION, SlotCache, TokenLora, register_attention
-from coopcode.errors import ModelError
 from coopcode.models import ResolvedModel, resolve_model
 
 
@@ -313,7 +313,7 @@ class TransformersEngine(Engine):
         return dict(self._adapters)
 
     def load_adapter(self, name: str, path: str) -> None:
-        from coopcode.adapters import check_adapter
+        from coopcode.core.adapters import check_adapter
 
         folder = check_adapter(path, self.model_fingerprint, self.model_name)
         with self._lock:

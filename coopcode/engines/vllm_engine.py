@@ -17,8 +17,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from coopcode.core.errors import ModelError
 from coopcode.engines.base import Completion, DeltaCallback, Engine, GenerationRequest, derive_seed
-from coopcode.errors import ModelError
 from coopcode.models import ResolvedModel, resolve_model
 
 
@@ -67,7 +67,7 @@ class VLLMEngine(Engine):
         return str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
 
     def load_adapter(self, name: str, path: str) -> None:
-        from coopcode.adapters import check_adapter
+        from coopcode.core.adapters import check_adapter
 
         folder = check_adapter(path, self.model_fingerprint, self.model_name)
         if name not in self._adapters and len(self._adapters) >= self.max_adapters:

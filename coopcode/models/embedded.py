@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from coopcode.errors import ModelError
+from coopcode.core.errors import ModelError
+from coopcode.core.paths import cache_dir
 from coopcode.models.catalog import CatalogModel
-from coopcode.paths import cache_dir
 
 Progress = Callable[[str], None]
 MARKER = "coopcode-model.json"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from coopcode.errors import ModelError
+from coopcode.core.errors import ModelError
 from coopcode.models.catalog import CATALOG, DEFAULT_MODEL
 from coopcode.models.embedded import MARKER, convert, is_ready, model_dir
 

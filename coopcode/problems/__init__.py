@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from coopcode.errors import ProblemError
+from coopcode.core.errors import ProblemError
 from coopcode.problems.humaneval import held_out_ids, load_humaneval, load_jsonl_problems
 from coopcode.problems.problem import Problem
 from coopcode.problems.problem_file import load_problem_file, parse_problem_source

@@ -15,8 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from coopcode.errors import ProblemError
-from coopcode.inputs import read_jsonl as read_jsonl_lines
+from coopcode.core.errors import ProblemError
+from coopcode.core.inputs import read_jsonl as read_jsonl_lines
 from coopcode.problems.examples import docstring_examples
 from coopcode.problems.problem import Problem
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from coopcode.errors import ProblemError
-from coopcode.inputs import read_text_file
+from coopcode.core.errors import ProblemError
+from coopcode.core.inputs import read_text_file
 from coopcode.problems.examples import docstring_examples
 from coopcode.problems.problem import Problem
 

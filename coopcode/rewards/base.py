@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 from sandbox import Verdict
 
 
@@ -116,8 +116,8 @@ class RewardInput:
 
     @cached_property
     def patterns(self) -> tuple[str, ...]:
-        """The pair's cooperation patterns (`coopcode.cooperation.classify_cooperation`)."""
-        from coopcode.cooperation import classify_cooperation
+        """The pair's cooperation patterns (`coopcode.collaboration.cooperation.classify_cooperation`)."""
+        from coopcode.collaboration.cooperation import classify_cooperation
 
         if self.single:
             return ()

@@ -3,7 +3,7 @@
 A scheme's `first_turn` (and, with several turns, `revision_turn`) is a generator that
 yields the asks of one step (one ask, or several that go to the engine at once) and reads
 the answers off the sample's state when it resumes. `sample_steps` adds the turns around it
-(public-example feedback between them), and `coopcode.scheduler.Scheduler` drives the steps
+(public-example feedback between them), and `coopcode.collaboration.scheduler.Scheduler` drives the steps
 of many samples at once, so the engine always has every ready request.
 
 Roles: `helper` writes `aux`, `main` the entry point (free to call `aux`), `single` the
@@ -17,9 +17,9 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from coopcode import prompts
-from coopcode.attempts import AgentOutput, Attempt, feedback_text
-from coopcode.code import combine
+from coopcode.collaboration import prompts
+from coopcode.collaboration.attempts import AgentOutput, Attempt, feedback_text
+from coopcode.collaboration.code import combine
 from coopcode.problems import Problem
 from coopcode.schemes.prompting import PromptBook
 from sandbox import Job, Verdict

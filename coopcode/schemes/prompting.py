@@ -2,14 +2,14 @@
 
 Chat (instruct) models get chat prompts whose answer is pre-filled with a code fence and the
 start of the code (`def aux(`, the entry point's signature); base models get HumanEval-style
-completion prompts. The texts themselves live in `coopcode.prompts` (whose source is hashed
+completion prompts. The texts themselves live in `coopcode.collaboration.prompts` (whose source is hashed
 into every result, so results made with other prompts are never mixed).
 """
 
 from __future__ import annotations
 
-from coopcode import prompts
-from coopcode.code import extract_code, prompt_context
+from coopcode.collaboration import prompts
+from coopcode.collaboration.code import extract_code, prompt_context
 from coopcode.engines import Engine
 from coopcode.problems import Problem
 

@@ -8,7 +8,9 @@ log-probs), `magrpo` / `grpo` (the trainers), `checkpoint` (run folders), `metri
 
 from __future__ import annotations
 
+import sys
 from importlib import import_module
+from types import ModuleType
 from typing import Any
 
 from coopcode.train.config import TrainConfig
@@ -37,3 +39,18 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'coopcode.train' has no attribute {name!r}")
+
+
+class _TrainPackage(ModuleType):
+    """`coopcode.train` is this package and, when called, the `train` function.
+
+    `from coopcode import train` asks the `coopcode` package for its attribute `train`, and
+    once anything of this package was imported (`TrainConfig` is), Python has set that
+    attribute to this package: calling it must still train.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.train(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _TrainPackage

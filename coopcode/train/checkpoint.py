@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode import __version__
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 
 STATE_DIR = "trainer_state"
 _STEP = re.compile(r"^step-(\d+)$")
@@ -140,7 +140,7 @@ def publish_adapters(out: Path, state_dir: Path, roles: list[str]) -> None:
 def manifest(*, base_name: str, fingerprint: str, algorithm: str, config: dict[str, Any],
              step: int, total_steps: int, metrics: dict[str, Any], adapters: list[str],
              run: str) -> dict[str, Any]:
-    """What `coopcode.adapters.check_adapter`, `checkpoints list` and the TUI read."""
+    """What `coopcode.core.adapters.check_adapter`, `checkpoints list` and the TUI read."""
     return {
         "run": run,
         "base": {"name": base_name, "fingerprint": fingerprint},

@@ -18,9 +18,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from coopcode.common_options import EventsOutput, JsonOutput, SandboxChoice
-from coopcode.errors import UserError
-from coopcode.options import check_options, config_options, given_on_command_line, option
+from coopcode.core.errors import UserError
+from coopcode.settings.common import EventsOutput, JsonOutput, SandboxChoice
+from coopcode.settings.options import check_options, config_options, given_on_command_line, option
 from coopcode.train.config import TrainConfig
 
 out = Console()
@@ -65,7 +65,7 @@ class CurvesPlot:
 
 
 @config_options
-def train(
+def train_command(
     ctx: typer.Context,
     config: TrainConfig,
     where: TrainRun,
@@ -78,9 +78,9 @@ def train(
     """
     import threading
 
-    from coopcode.events import JsonlWriter
-    from coopcode.inputs import check_run_name
-    from coopcode.runtime import resolve_adapter_path
+    from coopcode.core.events import JsonlWriter
+    from coopcode.core.inputs import check_run_name
+    from coopcode.core.runtime import resolve_adapter_path
 
     out_dir = None if where.out is None else Path(where.out)
     run, resume, threads = where.run, where.resume, where.threads
@@ -116,7 +116,7 @@ def train(
 
 def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], backend: str,
          emit: Any, cancel: Any) -> Any:
-    from coopcode.runtime import open_sandbox_for_cli
+    from coopcode.core.runtime import open_sandbox_for_cli
     from coopcode.train.run import train
 
     def warn(message: str) -> None:
@@ -126,7 +126,7 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
         err.print(f"[dim]{message}[/]", highlight=False)
 
     # Cheap checks before the sandbox and the model load: bad input fails in a second.
-    from coopcode.adapters import check_adapter
+    from coopcode.core.adapters import check_adapter
     from coopcode.train import checkpoint as ckpt
     from coopcode.train.data import load_training_problems
     from coopcode.train.run import resolve_config
@@ -160,7 +160,7 @@ class TrainPrinter:
         self.total = 0
 
     def __call__(self, event: Any) -> None:
-        from coopcode import events as ev
+        from coopcode.core import events as ev
 
         if isinstance(event, ev.Started):
             self.total = event.total
@@ -189,8 +189,8 @@ def checkpoints_list(folder: RunsFolder, as_json: JsonOutput) -> None:
     (`coopcode checkpoints list | grep my-run`). `--json` keys: name, path, algorithm, base,
     step, total_steps, reward_mean, adapters, resumable_step, manifest.
     """
-    from coopcode.checkpoints import DEFAULT_ROOT, check_root, list_checkpoints
-    from coopcode.listing import print_listing
+    from coopcode.display.listing import print_listing
+    from coopcode.train.saved_runs import DEFAULT_ROOT, check_root, list_checkpoints
 
     root = Path(folder.root)
     if root != DEFAULT_ROOT and not root.exists():  # a fresh checkout has no checkpoints/ yet
@@ -222,7 +222,7 @@ def checkpoints_show(
     curves: CurvesPlot,
 ) -> None:
     """One run: its base model, algorithm, settings, adapters and training curve."""
-    from coopcode.checkpoints import find_checkpoint, plot_curves, reward_curve
+    from coopcode.train.saved_runs import find_checkpoint, plot_curves, reward_curve
 
     info = find_checkpoint(run, Path(folder.root))
     curve = reward_curve(info.metrics_history())
@@ -265,5 +265,5 @@ def checkpoints_show(
 
 def register(app: typer.Typer) -> None:
     """Mount `train` and `checkpoints` on the coopcode CLI."""
-    app.command("train")(train)
+    app.command("train")(train_command)
     app.add_typer(checkpoints_app, name="checkpoints")

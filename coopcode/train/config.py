@@ -10,7 +10,7 @@ Parameters, by group:
   `main_init`
 - the schedule: `steps`, `epochs`, `problems_per_step`, `save_every`, `keep_checkpoints`, `seed`
 
-Each field is declared once, here (`coopcode.options.option`): its default, its help, its
+Each field is declared once, here (`coopcode.settings.options.option`): its default, its help, its
 flag, its bounds and its place on the TUI's Train form. `coopcode train`'s options, the TUI
 form, validation and the saved config.json all derive from these fields.
 """
@@ -21,13 +21,13 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from coopcode.bench_config import BenchConfig
-from coopcode.common_options import ModelChoice
+from coopcode.core.errors import UserError
+from coopcode.core.inputs import MAX_TEMPERATURE
 from coopcode.engines.registry import engine_kind, rollout_engine_names
-from coopcode.errors import UserError
-from coopcode.inputs import MAX_TEMPERATURE
-from coopcode.options import check_options, option, option_like, option_named
+from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.rewards import reward_names
+from coopcode.settings.common import ModelChoice
+from coopcode.settings.options import check_options, option, option_like, option_named
 
 ALGOS = ("magrpo", "grpo")
 TRAIN_SCHEMES = ("sequential", "parallel")  # MAGRPO; GRPO always uses the `single` scheme

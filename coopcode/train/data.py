@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 from coopcode.problems import Problem, load_problems
 
 

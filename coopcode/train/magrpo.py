@@ -26,9 +26,9 @@ from typing import Any
 
 import torch
 
-from coopcode.attempts import main_calls_helper
-from coopcode.cooperation import classify_cooperation, pattern_rates
-from coopcode.errors import UserError
+from coopcode.collaboration.attempts import main_calls_helper
+from coopcode.collaboration.cooperation import classify_cooperation, pattern_rates
+from coopcode.core.errors import UserError
 from coopcode.problems import Problem
 from coopcode.rewards import RewardFn, resolve_reward
 from coopcode.train.config import TrainConfig, lora_target_modules

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coopcode.events import Emit, Metric
-from coopcode.files import append_line
+from coopcode.core.events import Emit, Metric
+from coopcode.core.files import append_line
 
 
 def peak_rss_mb() -> float:

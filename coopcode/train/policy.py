@@ -22,7 +22,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from coopcode.errors import ModelError
+from coopcode.core.errors import ModelError
 
 
 class TransformersPolicy:
@@ -74,7 +74,7 @@ class TransformersPolicy:
         from peft import LoraConfig, get_peft_model
 
         if weights is not None:
-            from coopcode.adapters import check_adapter
+            from coopcode.core.adapters import check_adapter
 
             folder = check_adapter(weights, self.model_fingerprint, self.model_name)
             lora_config = LoraConfig.from_pretrained(str(folder))

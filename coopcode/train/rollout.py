@@ -1,7 +1,7 @@
 """Rollouts: sample each agent's group, form joint actions, score them, revise (multi-turn).
 
 A rollout runs the same schemes, prompts and code extraction as `solve` and `bench`, through
-the same scheduler (`coopcode.scheduler`), so an adapter trained here sees at `solve`/`bench`
+the same scheduler (`coopcode.collaboration.scheduler`), so an adapter trained here sees at `solve`/`bench`
 time exactly the prompts it was trained on, and every problem of a step is in flight at once.
 
 Per problem, a node's G (aligned) or G x G (cross) joint actions are samples of the scheme,
@@ -27,12 +27,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from coopcode.attempts import Attempt, feedback_text, sample_seed
-from coopcode.code import combine
+from coopcode.collaboration.attempts import Attempt, feedback_text, sample_seed
+from coopcode.collaboration.code import combine
+from coopcode.collaboration.scheduler import SampleSpec, Scheduler
 from coopcode.engines import Engine, SamplingParams
 from coopcode.problems import Problem
 from coopcode.rewards import RewardBreakdown, RewardFn, RewardInput
-from coopcode.scheduler import SampleSpec, Scheduler
 from coopcode.schemes import PromptBook, SampleState, get_scheme
 from coopcode.train.config import TrainConfig
 from coopcode.train.tree import JointAction, Node, Sample, aligned_members, cross_members, mean

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from coopcode.errors import UserError
-from coopcode.events import Emit, Finished, Log, Progress, Started, ignore
-from coopcode.files import append_line, no_space, write_failure
+from coopcode.core.errors import UserError
+from coopcode.core.events import Emit, Finished, Log, Progress, Started, ignore
+from coopcode.core.files import append_line, no_space, write_failure
+from coopcode.core.run_lock import RunLock
 from coopcode.problems import Problem
-from coopcode.run_lock import RunLock
 from coopcode.train import checkpoint as ckpt
 from coopcode.train.config import TrainConfig, flag
 from coopcode.train.data import load_training_problems

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 from coopcode.train.data import ProblemOrder, load_training_problems
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from PIL import Image
 
-from coopcode import events as ev
-from coopcode.cooperation import PATTERNS
+from coopcode.collaboration.cooperation import PATTERNS
+from coopcode.core import events as ev
 from coopcode.train import TrainConfig, output_scorer, train
 from tests.cli_helpers import assert_one_line_error, coopcode
 

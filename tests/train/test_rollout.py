@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from coopcode.code import prompt_context
+from coopcode.collaboration.code import prompt_context
 from coopcode.problems import load_problems
 from coopcode.train.config import TrainConfig
 from coopcode.train.magrpo import MAGRPOTrainer

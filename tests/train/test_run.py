@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from coopcode import events as ev
+from coopcode.core import events as ev
 from coopcode.train import TrainConfig, output_scorer, train
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from coopcode import events as ev
-from coopcode.compare import summarize_folder
+from coopcode.core import events as ev
+from coopcode.evaluation.compare import summarize_folder
 from tests.test_compare import A_COUNTS, B_COUNTS, TASKS, make_run
 from tests.tui.conftest import wait_until
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import typer
 
-from coopcode.bench_config import BenchConfig
 from coopcode.cli import app as cli_app
-from coopcode.options import config_from_cli, form_options, options
+from coopcode.evaluation.bench_config import BenchConfig
+from coopcode.settings.options import config_from_cli, form_options, options
 from coopcode.train.config import TrainConfig
 from tests.tui.conftest import wait_until
 

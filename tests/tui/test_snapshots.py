@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from coopcode import events as ev
+from coopcode.core import events as ev
 from tests.tui.conftest import wait_until
 from tui.widgets.agent_pane import AgentPane
 

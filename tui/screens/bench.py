@@ -26,11 +26,11 @@ from textual.widgets import (
     TabPane,
 )
 
-from coopcode import events as ev
-from coopcode.bench_config import BenchConfig
-from coopcode.errors import UserError
-from coopcode.options import option_args
+from coopcode.core import events as ev
+from coopcode.core.errors import UserError
+from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.schemes import SCHEMES
+from coopcode.settings.options import option_args
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
@@ -69,8 +69,8 @@ class LiveScores:
 
     def rows(self) -> list[dict[str, Any]]:
         """Rows like the summary's: means, and their standard error and 95% interval."""
-        from coopcode.metrics import acc_at_k_by_problem, pass_at_k_by_problem
-        from coopcode.stats import mean_interval
+        from coopcode.evaluation.at_k import acc_at_k_by_problem, pass_at_k_by_problem
+        from coopcode.evaluation.stats import mean_interval
 
         rows = []
         for scheme, tasks in self.samples.items():
@@ -121,8 +121,8 @@ def fill_scores(table: DataTable[Any], ks: list[int], rows: list[tuple[str, dict
 
 def paired_text(paths: list[str]) -> Text:
     """The paired comparison of the chosen runs, each against the first (`coopcode compare`)."""
-    from coopcode.compare import compare_runs, pair_up
-    from coopcode.errors import UserError
+    from coopcode.core.errors import UserError
+    from coopcode.evaluation.compare import compare_runs, pair_up
 
     if len(paths) < 2:
         return Text("choose two or more runs: each is paired with the first over the problems "
@@ -246,8 +246,8 @@ class BenchScreen(JobScreen):
         self.query_one("#paired", Static).update(paired_text([str(run.path) for run in chosen]))
 
     def _show_patterns(self, rows: list[dict[str, Any]]) -> None:
-        """After a run: how main used the helper, per method (`coopcode.cooperation`)."""
-        from coopcode.render import pattern_line
+        """After a run: how main used the helper, per method (`coopcode.collaboration.cooperation`)."""
+        from coopcode.display.render import pattern_line
 
         shown = [r for r in rows if r.get("cooperation")]
         patterns = self.query_one("#bench-patterns", Static)

@@ -29,9 +29,9 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from coopcode import events as ev
-from coopcode.cooperation import describe_cooperation
-from coopcode.errors import UserError
+from coopcode.collaboration.cooperation import describe_cooperation
+from coopcode.core import events as ev
+from coopcode.core.errors import UserError
 from coopcode.problems import Problem
 from coopcode.schemes import SCHEMES, has_helper
 from sandbox import SandboxUnavailable
@@ -343,9 +343,9 @@ class CollaborateScreen(Screen[None]):
     @work(thread=True, group="generate")
     def _generate(self, problem: Problem, agents: Any, scheme: str, turns: int, run_id: int,
                   cancel: threading.Event) -> None:
-        from coopcode.scheduler import Scheduler, sample_specs
+        from coopcode.collaboration.scheduler import Scheduler, sample_specs
+        from coopcode.collaboration.solve import SolveConfig
         from coopcode.schemes import SampleState, get_scheme
-        from coopcode.solve import SolveConfig
 
         solve = SolveConfig()  # `coopcode solve`'s defaults: greedy, its token budget
 
@@ -410,8 +410,8 @@ class CollaborateScreen(Screen[None]):
         lost meanwhile is replaced and the program run again by the sandbox (said on the
         screen); a sandbox down for good raises SandboxUnavailable, and the next run opens
         a new one."""
+        from coopcode.collaboration.solve import SolveConfig
         from coopcode.rewards import RewardInput, resolve_reward
-        from coopcode.solve import SolveConfig
         from sandbox import Job
 
         session = self.app.session  # type: ignore[attr-defined]

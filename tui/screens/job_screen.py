@@ -6,7 +6,7 @@ from textual import work
 from textual.screen import Screen
 from textual.widgets import RichLog
 
-from coopcode import events as ev
+from coopcode.core import events as ev
 from tui.jobs import ChildJob, describe_exit, summarize_argv
 from tui.messages import JobEnded, JobEvent
 

@@ -13,12 +13,12 @@ from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, RichLog
 
-from coopcode import events as ev
-from coopcode.checkpoints import list_checkpoints
-from coopcode.errors import UserError
-from coopcode.options import option_args
+from coopcode.core import events as ev
+from coopcode.core.errors import UserError
 from coopcode.rewards import term_keys
+from coopcode.settings.options import option_args
 from coopcode.train.config import TrainConfig
+from coopcode.train.saved_runs import list_checkpoints
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.screens.job_screen import JobScreen

@@ -8,8 +8,8 @@ from rich.text import Text
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from coopcode.cooperation import Cooperation
-from coopcode.render import STATUS_STYLE
+from coopcode.collaboration.cooperation import Cooperation
+from coopcode.display.render import STATUS_STYLE
 from coopcode.rewards import format_terms
 from coopcode.schemes import has_helper
 

@@ -21,7 +21,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from coopcode import events as ev
+from coopcode.core import events as ev
 from coopcode.rewards import format_terms
 
 STATUS_STYLE = {
@@ -194,7 +194,7 @@ def bench_table(summary: dict[str, Any]) -> Table:
     side by side do not fit a terminal (report.md keeps the paper's table too)."""
     from rich import box
 
-    from coopcode.report import format_ci, format_se
+    from coopcode.evaluation.report import format_ci, format_se
 
     ks = summary["ks"]
     table = Table(title="pass@k / acc@k", title_justify="left", box=box.SIMPLE_HEAD,

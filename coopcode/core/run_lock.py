@@ -18,7 +18,7 @@ import os
 import threading
 from pathlib import Path
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 
 LOCK_FILE = ".lock"
 _held: set[str] = set()  # folders this process holds (resolved paths)

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coopcode import stats
-from coopcode.cooperation import PATTERNS
+from coopcode.collaboration.cooperation import PATTERNS
+from coopcode.evaluation import stats
 
 PASS_FIGURE = "pass_at_k.png"
 PATTERN_FIGURE = "patterns.png"
@@ -71,7 +71,7 @@ def pattern_table(rows: list[dict[str, Any]]) -> str:
 
 def write_figures(out: Path, data: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The report's PNGs: (alt text, file name) of each written."""
-    from coopcode import plots
+    from coopcode.evaluation import plots
 
     rows, ks, meta = data["rows"], data["ks"], data.get("meta", {})
     figures = []
@@ -130,7 +130,7 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
     if patterns:
         lines += ["", "## Cooperation patterns", "",
                   "Share of samples whose (helper, main) pair carries each pattern "
-                  "(`coopcode.cooperation` documents the rules; a program may carry several).",
+                  "(`coopcode.collaboration.cooperation` documents the rules; a program may carry several).",
                   "", patterns]
     try:
         figures = write_figures(out, data)

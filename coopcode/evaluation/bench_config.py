@@ -1,6 +1,6 @@
 """`BenchConfig`: what a bench run measures and how it samples, each setting declared once.
 
-Apart from `coopcode.bench` so that the CLI can build `coopcode bench`'s options from it
+Apart from `coopcode.evaluation.bench` so that the CLI can build `coopcode bench`'s options from it
 without importing the bench machinery.
 """
 
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coopcode.inputs import MAX_TEMPERATURE, MAX_TIMEOUT
-from coopcode.metrics import check_k
-from coopcode.options import check_options, option
+from coopcode.core.inputs import MAX_TEMPERATURE, MAX_TIMEOUT
+from coopcode.evaluation.at_k import check_k
 from coopcode.rewards import reward_names
-from coopcode.schemes import DEFAULT_SCHEME, SCHEMES
+from coopcode.schemes import DEFAULT_SCHEME, SCHEMES, scheme_names
+from coopcode.settings.options import check_options, option
 
 DEFAULT_KS = (1, 3, 5, 10)
 
@@ -21,7 +21,7 @@ DEFAULT_KS = (1, 3, 5, 10)
 class BenchConfig:
     """A bench run. Defaults follow the seed paper: n=10, temperature 0.8, HumanEval test split.
 
-    Each field is declared once, here (`coopcode.options.option`): `coopcode bench`'s options,
+    Each field is declared once, here (`coopcode.settings.options.option`): `coopcode bench`'s options,
     the TUI's Bench form, validation and meta.json's config derive from it.
     """
 
@@ -33,7 +33,7 @@ class BenchConfig:
     top_p: float = option(0.95, "Nucleus sampling.", within="(0, 1]")
     problems: str = option("humaneval:test", "humaneval[:train|test|all], a .jsonl, a .py or a folder.")
     schemes: tuple[str, ...] = option((DEFAULT_SCHEME,), f"Comma-separated schemes: {', '.join(SCHEMES)}.",
-                                      flags=("--scheme",), choices=SCHEMES, noun="scheme")
+                                      flags=("--scheme",), choices=scheme_names, noun="scheme")
     limit: int | None = option(None, "Only the first N problems.", at_least=1, form=4)
     # 384: bodies are short once the signature is given
     max_new_tokens: int = option(384, "Token budget per agent turn.", at_least=1, label="max tokens",

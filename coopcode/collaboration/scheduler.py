@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.attempts import AgentOutput, Attempt, sample_seed
+from coopcode.collaboration.attempts import AgentOutput, Attempt, sample_seed
 from coopcode.engines import Completion, Engine, GenerationRequest, SamplingParams
 from coopcode.problems import Problem
 from coopcode.schemes import Ask, Check, PromptBook, SampleState, Scheme, SeedFn, sample_steps

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coopcode.code import combine
-from coopcode.errors import UserError
-from coopcode.events import Emit, Finished, Progress, Started, ignore
-from coopcode.inputs import read_jsonl
-from coopcode.metrics import check_k, mean_acc_at_k, mean_pass_at_k
+from coopcode.collaboration.code import combine
+from coopcode.core.errors import UserError
+from coopcode.core.events import Emit, Finished, Progress, Started, ignore
+from coopcode.core.inputs import read_jsonl
+from coopcode.evaluation.at_k import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
 from coopcode.rewards import RewardInput, resolve_reward
 from sandbox import Job, Sandbox

@@ -1,6 +1,6 @@
 """`bench`: n samples per problem per scheme, executed in the sandbox, scored as pass@k/acc@k.
 
-Results go to an append-only store under `--out` (see `coopcode.results`): a rerun with the
+Results go to an append-only store under `--out` (see `coopcode.evaluation.results`): a rerun with the
 same `--out` skips finished samples, and a run killed at any point and rerun ends with the
 sample keys of an uninterrupted run, none lost or doubled, each generated with its own seed.
 The text of a regenerated sample is the uninterrupted run's text when the engine is
@@ -21,12 +21,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coopcode import __version__, prompts, stats
-from coopcode.bench_config import DEFAULT_KS, BenchConfig
-from coopcode.cooperation import COOPERATING, classify_cooperation, pattern_rates
-from coopcode.engines import Engine, SamplingParams
-from coopcode.errors import UserError
-from coopcode.events import (
+from coopcode import __version__
+from coopcode.collaboration import prompts
+from coopcode.collaboration.cooperation import COOPERATING, classify_cooperation, pattern_rates
+from coopcode.collaboration.scheduler import SampleSpec, Scheduler, sample_specs
+from coopcode.collaboration.solve import hidden_test_job, score
+from coopcode.core.errors import UserError
+from coopcode.core.events import (
     Emit,
     Finished,
     Log,
@@ -36,20 +37,21 @@ from coopcode.events import (
     VerdictReady,
     ignore,
 )
-from coopcode.files import write_failure
-from coopcode.metrics import (
+from coopcode.core.files import write_failure
+from coopcode.engines import Engine, SamplingParams
+from coopcode.evaluation import stats
+from coopcode.evaluation.at_k import (
     acc_at_k_by_problem,
     mean_acc_at_k,
     mean_pass_at_k,
     pass_at_k_by_problem,
 )
+from coopcode.evaluation.bench_config import DEFAULT_KS, BenchConfig
+from coopcode.evaluation.report import write_report
+from coopcode.evaluation.results import ResultsStore
 from coopcode.problems import Problem
-from coopcode.report import write_report
-from coopcode.results import ResultsStore
 from coopcode.rewards import record_reward, resolve_reward
-from coopcode.scheduler import SampleSpec, Scheduler, sample_specs
 from coopcode.schemes import SampleState, get_scheme, has_helper
-from coopcode.solve import hidden_test_job, score
 from sandbox import Job, Sandbox, Verdict
 
 
@@ -76,9 +78,9 @@ class BenchSummary:
 
     Each row holds, beside the means the seed paper's table prints, for every metric m
     (`pass@k`, `acc@k`): `m_se` and `m_ci` (the standard error and 95% interval over
-    problems, `coopcode.stats`), `per_problem` (each problem's n, passed count and
+    problems, `coopcode.evaluation.stats`), `per_problem` (each problem's n, passed count and
     estimates, so anyone can recompute) and `cooperation` (the share of samples carrying
-    each cooperation pattern, `coopcode.cooperation`; empty for the single agent).
+    each cooperation pattern, `coopcode.collaboration.cooperation`; empty for the single agent).
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -165,7 +167,7 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
 
 def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: str | None,
                   main_path: str | None) -> dict[str, Any]:
-    from coopcode.attempts import main_calls_helper
+    from coopcode.collaboration.attempts import main_calls_helper
 
     d = attempt.to_dict()
     v = attempt.verdict

@@ -7,7 +7,7 @@ fraction of tests passed among k of the n samples (drawn without replacement), s
 to pass@k when every problem has a single test.
 
 The per-problem estimates (`pass_at_k_by_problem`, `acc_at_k_by_problem`) are what
-intervals and paired comparisons are computed from (`coopcode.stats`): the problem, not
+intervals and paired comparisons are computed from (`coopcode.evaluation.stats`): the problem, not
 the sample, is the unit.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from math import comb
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 
 
 def check_k(ks: Iterable[int], n: int) -> list[int]:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from coopcode.errors import ModelError
+from coopcode.core.errors import ModelError
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:

@@ -4,7 +4,7 @@
 A line is written whole and flushed to disk before the next sample starts, so a run killed
 at any moment leaves every finished sample intact and at most one torn last line, which
 opening the store cuts off; a write that fails (a full disk) is cut back at once, so the
-file stays valid JSONL and the run stops with one line (`coopcode.files`). `OUT/meta.json` pins the settings that decide what a
+file stays valid JSONL and the run stops with one line (`coopcode.core.files`). `OUT/meta.json` pins the settings that decide what a
 sample is (model, prompts, sampling, seed...): resuming with other settings is refused, so a
 results file never mixes two experiments.
 """
@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from coopcode.errors import UserError
-from coopcode.files import append_whole, write_failure
-from coopcode.run_lock import RunLock
+from coopcode.core.errors import UserError
+from coopcode.core.files import append_whole, write_failure
+from coopcode.core.run_lock import RunLock
 
 SAMPLES = "samples.jsonl"
 META = "meta.json"

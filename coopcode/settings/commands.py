@@ -2,16 +2,16 @@
 
 Settings these commands share with `bench` are `option_like` BenchConfig's (one declaration;
 a different default says so); the groups every command shares (the model, the sandbox,
-`--json`) are in `coopcode.common_options`. Cheap to import: the CLI builds its options here.
+`--json`) are in `coopcode.settings.common`. Cheap to import: the CLI builds its options here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coopcode.bench_config import BenchConfig
-from coopcode.options import check_options, option, option_like
-from coopcode.solve_config import SolveConfig
+from coopcode.collaboration.solve_config import SolveConfig
+from coopcode.evaluation.bench_config import BenchConfig
+from coopcode.settings.options import check_options, option, option_like
 from coopcode.train.config import TrainConfig
 
 

@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from coopcode.code import Program, defines
+from coopcode.collaboration.code import Program, defines
 from coopcode.rewards import RewardBreakdown
 from sandbox import Verdict
 

@@ -2,7 +2,7 @@
 
 Every figure says what it shows without its caption: labelled axes, a legend, and a title
 naming the model, n, the temperature and the problem set. Intervals are the 95% intervals
-over problems of `coopcode.stats`. matplotlib is imported inside each function so that
+over problems of `coopcode.evaluation.stats`. matplotlib is imported inside each function so that
 importing coopcode (and every command that draws nothing) stays fast.
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coopcode.cooperation import PATTERNS
+from coopcode.collaboration.cooperation import PATTERNS
 
 SIZE = (7.5, 4.8)  # inches at DPI: 1050 x 672 px, legible on a laptop and in a paper draft
 DPI = 140

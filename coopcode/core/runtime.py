@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coopcode.adapters import check_adapter
+from coopcode.core.adapters import check_adapter
+from coopcode.core.errors import UserError
 from coopcode.engines import Engine, engine_kind, load_engine
-from coopcode.errors import UserError
 
 HELPER, MAIN = "helper", "main"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 
 ROLES = ("helper", "main")
 DEFAULT_ROOT = Path("checkpoints")
@@ -188,7 +188,7 @@ CURVES = "curves.png"
 
 def plot_curves(info: CheckpointInfo, path: Path | None = None) -> Path:
     """The run's training curves as a PNG (`RUN/curves.png` unless `path`), or a UserError."""
-    from coopcode.plots import plot_training
+    from coopcode.evaluation.plots import plot_training
 
     history = info.metrics_history()
     if not history:

@@ -1,5 +1,5 @@
 """What a user hands coopcode, checked before anything heavy starts: files and folders
-(numbers are checked against their options' declared bounds, `coopcode.options`).
+(numbers are checked against their options' declared bounds, `coopcode.settings.options`).
 
 Every check raises `UserError` with one line that names the thing (a path, a path and line
 number, or a flag) and says what to do. The CLI calls these before a model or a sandbox
@@ -16,7 +16,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 
 # A CPU-seconds limit per program. HumanEval programs need milliseconds; above an hour the
 # sandbox's wall-clock deadline (a multiple of this) overflows the platform's time_t.

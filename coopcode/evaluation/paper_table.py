@@ -19,7 +19,7 @@ from the rows' summaries. `build_table` needs nothing but those summaries (each 
 per-problem estimates), so a table is recomputed from committed summaries alone
 (`coopcode paper-table --from-summaries DIR`, and tests/test_paper_table.py): every number
 in it comes from the runs. Each row is compared with the single model, paired over the
-problems (`coopcode.stats.paired_difference`, as `coopcode compare` does).
+problems (`coopcode.evaluation.stats.paired_difference`, as `coopcode compare` does).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coopcode import stats
-from coopcode.cooperation import PATTERNS
-from coopcode.errors import UserError
-from coopcode.run_lock import LOCK_FILE, RunLock
+from coopcode.collaboration.cooperation import PATTERNS
+from coopcode.core.errors import UserError
+from coopcode.core.run_lock import LOCK_FILE, RunLock
+from coopcode.evaluation import stats
 from coopcode.schemes import has_helper
 
 SUMMARIES = "summaries"  # <out>/summaries/<row>.json: what the table was built from
@@ -351,7 +351,7 @@ def read_summaries(folder: Path) -> dict[str, dict[str, Any]]:
 def summary_of_run(folder: Path, adapters: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """A row's summary recomputed from its bench folder's samples (None: nothing complete),
     with the bench's wall time and the adapters it used."""
-    from coopcode.compare import summarize_folder
+    from coopcode.evaluation.compare import summarize_folder
 
     if not (folder / "samples.jsonl").exists():
         return None
@@ -370,7 +370,7 @@ def summary_of_run(folder: Path, adapters: Mapping[str, str] | None = None) -> d
 
 def write_table(out: Path, summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
     """table.md, table.json, table.png and summaries/<row>.json into `out`."""
-    from coopcode import plots
+    from coopcode.evaluation import plots
 
     table = build_table(summaries, ks)
     out.mkdir(parents=True, exist_ok=True)
@@ -442,7 +442,7 @@ def bench_row_adapters(spec: TableRow, run: Path | None) -> dict[str, str]:
     """The adapter folder per role a row's bench loads (none for the untrained rows)."""
     if run is None:
         return {}
-    from coopcode.runtime import resolve_adapter_path
+    from coopcode.core.runtime import resolve_adapter_path
 
     return {role: str(resolve_adapter_path(str(run), role)) for role in spec.adapter_roles}
 
@@ -452,7 +452,7 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
                     train_one: Callable[[Any, Path, bool], Any], emit: Any,
                     log: Callable[[str], None]) -> dict[str, Any]:
     """Train what is missing, bench each row (resuming), write the table into `plan.out`."""
-    from coopcode.bench import run_bench
+    from coopcode.evaluation.bench import run_bench
     from coopcode.problems import load_problems
 
     states = check_plan(plan)

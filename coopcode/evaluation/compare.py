@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coopcode import stats
-from coopcode.bench import record_patterns
-from coopcode.cooperation import pattern_rates
-from coopcode.errors import UserError
-from coopcode.metrics import pass_at_k
+from coopcode.collaboration.cooperation import pattern_rates
+from coopcode.core.errors import UserError
+from coopcode.evaluation import stats
+from coopcode.evaluation.at_k import pass_at_k
+from coopcode.evaluation.bench import record_patterns
 from coopcode.schemes import has_helper
 
 CHANGED_MOST = 5  # problems listed per comparison
@@ -158,7 +158,7 @@ def summarize_folder(folder: Path) -> Any:
     included, also for folders written before they existed); nothing is written."""
     from dataclasses import fields
 
-    from coopcode.bench import BenchConfig, summarize
+    from coopcode.evaluation.bench import BenchConfig, summarize
 
     runs = load_runs(str(folder))
     config = runs[0].config
@@ -337,7 +337,7 @@ def _both(a: dict[str, Any], b: dict[str, Any], key: str) -> str:
 
 def write_outputs(out: Path, comparisons: list[dict[str, Any]]) -> list[Path]:
     """compare.md, compare.json and one per-problem scatter per comparison into `out`."""
-    from coopcode import plots
+    from coopcode.evaluation import plots
 
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "compare.json", out / "compare.md"]

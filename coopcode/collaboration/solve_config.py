@@ -1,7 +1,7 @@
 """`SolveConfig`: how `coopcode solve` (and the TUI's Collaborate screen) solves one problem,
 each setting declared once.
 
-Apart from `coopcode.solve` so that the CLI can build `coopcode solve`'s options from it
+Apart from `coopcode.collaboration.solve` so that the CLI can build `coopcode solve`'s options from it
 without importing the generation machinery.
 """
 
@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coopcode.bench_config import BenchConfig
 from coopcode.engines.base import SamplingParams
-from coopcode.options import check_options, option, option_like
+from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.rewards import reward_names
-from coopcode.schemes import DEFAULT_SCHEME, SCHEMES
+from coopcode.schemes import DEFAULT_SCHEME, SCHEMES, scheme_names
+from coopcode.settings.options import check_options, option, option_like
 
 
 @dataclass(frozen=True)
 class SolveConfig:
     """How to solve one problem: greedy by default, `solve` shows the model's best guess."""
 
-    scheme: str = option(DEFAULT_SCHEME, f"{', '.join(SCHEMES)}.", choices=SCHEMES, noun="scheme")
+    scheme: str = option(DEFAULT_SCHEME, f"{', '.join(SCHEMES)}.", choices=scheme_names, noun="scheme")
     n: int = option_like(BenchConfig, "n", default=1, help="Attempts; the best is shown.")
     # Where solve's defaults differ from bench's, on purpose: greedy (the model's best guess)
     # and a generous budget (one problem, watched).

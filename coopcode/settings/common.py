@@ -1,6 +1,6 @@
 """The option groups several commands share, each setting declared once.
 
-A command takes a group as a parameter annotated with its class (`coopcode.options.config_options`
+A command takes a group as a parameter annotated with its class (`coopcode.settings.options.config_options`
 turns the fields into flags), so `--model`, `--sandbox` or `--json` have one default, one help
 text and one check wherever they appear:
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 from coopcode.models.catalog import DEFAULT_MODEL
-from coopcode.options import check_options, option
+from coopcode.settings.options import check_options, option
 from sandbox.backend import BACKENDS
 
 

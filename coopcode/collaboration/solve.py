@@ -1,6 +1,6 @@
 """`solve`: one problem, both agents, the combined program run against the hidden tests.
 
-Its settings: `coopcode.solve_config.SolveConfig` (importable from here too)."""
+Its settings: `coopcode.collaboration.solve_config.SolveConfig` (importable from here too)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.attempts import Attempt
-from coopcode.engines import Engine
-from coopcode.events import (
+from coopcode.collaboration.attempts import Attempt
+from coopcode.collaboration.scheduler import Scheduler, sample_specs
+from coopcode.collaboration.solve_config import SolveConfig
+from coopcode.core.events import (
     AttemptReady,
     Emit,
     Finished,
@@ -20,11 +21,10 @@ from coopcode.events import (
     VerdictReady,
     ignore,
 )
+from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.rewards import Reward, RewardInput, resolve_reward
-from coopcode.scheduler import Scheduler, sample_specs
 from coopcode.schemes import PromptBook, SampleState, get_scheme
-from coopcode.solve_config import SolveConfig
 from sandbox import Job, Sandbox, Verdict
 
 

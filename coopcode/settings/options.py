@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Annotated, Any, TypeVar
 
-from coopcode.errors import UserError
+from coopcode.core.errors import UserError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

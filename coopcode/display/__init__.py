@@ -1,0 +1,2 @@
+"""What the command line prints: live agents, bench progress, tables (`render`) and
+listings that stay greppable when piped (`listing`)."""
