@@ -148,3 +148,10 @@ def check_run_name(name: str, flag: str = "--run") -> str:
         raise UserError(f"{flag} {name!r}: a run name is one folder name such as my-run "
                         "(not empty, no '/', not starting with '.'): give a path with --out")
     return name
+
+
+def check_server_urls(flag: str, urls: tuple[str, ...] | list[str]) -> None:
+    """OpenAI-compatible servers' base URLs: each an http(s) URL, or a UserError naming it."""
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise UserError(f"{flag} {url!r}: give an http(s) URL such as http://127.0.0.1:8000/v1")

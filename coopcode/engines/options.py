@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coopcode.core.errors import UserError
+from coopcode.core.inputs import check_server_urls
 from coopcode.engines.registry import ENGINE_KINDS, engine_kind
 from coopcode.settings.options import check_options, option
 
@@ -59,10 +60,7 @@ class EngineConfig:
             if not self.base_url:
                 raise UserError(f"--engine {self.engine} needs --base-url URL (e.g. "
                                 "http://127.0.0.1:8000/v1)")
-            for url in self.base_url:
-                if not url.startswith(("http://", "https://")):
-                    raise UserError(f"--base-url {url!r}: give an http(s) URL such as "
-                                    "http://127.0.0.1:8000/v1")
+            check_server_urls("--base-url", self.base_url)
         check_options(self)
 
     def kwargs(self) -> dict[str, Any]:

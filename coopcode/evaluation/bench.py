@@ -218,15 +218,10 @@ def run_bench(
         store.close()
 
 
-def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: Sandbox,
-         store: ResultsStore, helper_adapter: tuple[str, str] | None,
-         main_adapter: tuple[str, str] | None, emit: Emit, cancel: threading.Event | None,
-         stream_tokens: bool, concurrency: int | None) -> BenchSummary:
-    session_start = time.time()
-    params = SamplingParams(n=1, max_new_tokens=config.max_new_tokens,
-                            temperature=config.temperature, top_p=config.top_p, seed=config.seed)
-    helper_name, helper_path = helper_adapter or (None, None)
-    main_name, main_path = main_adapter or (None, None)
+def _pin_meta(store: ResultsStore, config: BenchConfig, problems: list[Problem], engine: Engine,
+              sandbox: Sandbox, helper_path: str | None, main_path: str | None) -> dict[str, Any]:
+    """meta.json of the run: what it is (a rerun must match its identity to resume) and what
+    it ran with."""
     identity = {
         "model_fingerprint": engine.model_fingerprint,
         "dtype": str(getattr(engine, "dtype", "")).replace("torch.", ""),
@@ -241,7 +236,7 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
     }
     if engine.deterministic:  # only when set, so runs made before the option still resume
         identity["deterministic"] = True
-    meta = store.pin_meta({
+    meta = {
         "config": asdict(config),
         "model": engine.model_name,
         "engine": engine.name,
@@ -251,7 +246,20 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
         "system_prompt": prompts.SYSTEM,
         "versions": versions(),
         "task_ids": [p.task_id for p in problems],
-    }, identity)
+    }
+    return store.pin_meta(meta, identity)
+
+
+def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: Sandbox,
+         store: ResultsStore, helper_adapter: tuple[str, str] | None,
+         main_adapter: tuple[str, str] | None, emit: Emit, cancel: threading.Event | None,
+         stream_tokens: bool, concurrency: int | None) -> BenchSummary:
+    session_start = time.time()
+    params = SamplingParams(n=1, max_new_tokens=config.max_new_tokens,
+                            temperature=config.temperature, top_p=config.top_p, seed=config.seed)
+    helper_name, helper_path = helper_adapter or (None, None)
+    main_name, main_path = main_adapter or (None, None)
+    meta = _pin_meta(store, config, problems, engine, sandbox, helper_path, main_path)
     label = config.label or _adapter_label(helper_path, main_path)
 
     todo = [(s, p, [i for i in range(config.n) if not store.has(s, p.task_id, i)])
@@ -327,17 +335,8 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
                       last_session={"concurrency": scheduler.concurrency,
                                     **{k: round(v, 3) if isinstance(v, float) else v
                                        for k, v in asdict(stats).items()}})
-    summary.meta = {
-        "model": engine.model_name,
-        "sandbox": sandbox.name,
-        "n": config.n,
-        "temperature": config.temperature,
-        "problems": config.problems,
-        "wall_seconds": round(meta.get("wall_seconds", 0.0) + wall, 1),
-        "complete": all(r["problems"] == len(problems) for r in summary.rows)
-        and len(summary.rows) == len(config.schemes),
-        "infra_retries": infra_retries,
-    }
+    summary.meta = _summary_meta(config, problems, engine, sandbox, summary,
+                                 meta.get("wall_seconds", 0.0) + wall, infra_retries)
     try:
         write_report(store.out, summary, meta)
     except OSError as e:
@@ -346,6 +345,22 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
                                       "the report")) from None
     emit(Finished(job="bench", summary=summary.to_dict()))
     return summary
+
+
+def _summary_meta(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: Sandbox,
+                  summary: BenchSummary, wall_seconds: float, infra_retries: int) -> dict[str, Any]:
+    """What the summary says of the run as a whole (all its sessions)."""
+    return {
+        "model": engine.model_name,
+        "sandbox": sandbox.name,
+        "n": config.n,
+        "temperature": config.temperature,
+        "problems": config.problems,
+        "wall_seconds": round(wall_seconds, 1),
+        "complete": all(r["problems"] == len(problems) for r in summary.rows)
+        and len(summary.rows) == len(config.schemes),
+        "infra_retries": infra_retries,
+    }
 
 
 def _adapter_label(helper_path: str | None, main_path: str | None) -> str:

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from coopcode.core.errors import UserError
-from coopcode.core.inputs import MAX_TEMPERATURE
+from coopcode.core.inputs import MAX_TEMPERATURE, check_server_urls
 from coopcode.engines.registry import engine_kind, rollout_engine_names
 from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.rewards import reward_names
@@ -150,10 +150,7 @@ class TrainConfig:
         if rollouts.served != bool(self.rollout_base_url):
             raise UserError(f"{flag('rollout_base_url')} goes with {flag('rollout_engine')} openai "
                             "(the servers that sample the rollouts)")
-        for url in self.rollout_base_url:
-            if not url.startswith(("http://", "https://")):
-                raise UserError(f"{flag('rollout_base_url')} {url!r}: give an http(s) URL such as "
-                                "http://127.0.0.1:8000/v1")
+        check_server_urls(flag("rollout_base_url"), self.rollout_base_url)
         if self.deterministic and rollouts.rollouts != "in place":
             raise UserError(f"{flag('deterministic')} is for rollouts the trained model samples "
                             f"itself ({flag('rollout_engine')} transformers)")
