@@ -23,36 +23,67 @@ _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 __version__ = "0.1.0"
 
 _LAZY = {
-    # engines
+    # engines and the agents on them
     "Engine": "coopcode.engines", "GenerationRequest": "coopcode.engines",
     "SamplingParams": "coopcode.engines", "ScriptedEngine": "coopcode.engines",
     "load_engine": "coopcode.engines", "open_agents": "coopcode.core.runtime",
+    "Agents": "coopcode.core.runtime", "resolve_adapter_path": "coopcode.core.runtime",
+    # models
+    "CATALOG": "coopcode.models.catalog", "DEFAULT_MODEL": "coopcode.models.catalog",
+    "is_ready": "coopcode.models.embedded",
     # problems
     "Problem": "coopcode.problems", "load_problems": "coopcode.problems",
     "load_humaneval": "coopcode.problems", "load_problem_file": "coopcode.problems",
+    "parse_problem_source": "coopcode.problems",
     # the sandbox
     "open_sandbox": "sandbox", "Job": "sandbox", "Verdict": "sandbox",
+    "SandboxUnavailable": "sandbox",
     # schemes and the scheduler
     "SCHEMES": "coopcode.schemes", "Scheme": "coopcode.schemes", "get_scheme": "coopcode.schemes",
+    "has_helper": "coopcode.schemes",
     "Scheduler": "coopcode.collaboration.scheduler",
     "SampleSpec": "coopcode.collaboration.scheduler",
     "sample_specs": "coopcode.collaboration.scheduler",
     "Attempt": "coopcode.collaboration.attempts",
     # jobs
     "solve": "coopcode.collaboration.solve", "SolveConfig": "coopcode.collaboration.solve",
-    "SolveResult": "coopcode.collaboration.solve",
+    "SolveResult": "coopcode.collaboration.solve", "judge": "coopcode.collaboration.solve",
     "run_bench": "coopcode.evaluation.bench", "BenchConfig": "coopcode.evaluation.bench",
     "BenchSummary": "coopcode.evaluation.bench",
     "pass_at_k": "coopcode.evaluation.at_k",
+    "pass_at_k_by_problem": "coopcode.evaluation.at_k",
+    "acc_at_k_by_problem": "coopcode.evaluation.at_k",
+    # rewards
+    "format_terms": "coopcode.rewards", "term_keys": "coopcode.rewards",
     # evaluation: intervals, paired comparisons, cooperation patterns
     "classify_cooperation": "coopcode.collaboration.cooperation",
+    "describe_cooperation": "coopcode.collaboration.cooperation",
+    "Cooperation": "coopcode.collaboration.cooperation",
     "mean_interval": "coopcode.evaluation.stats", "paired_difference": "coopcode.evaluation.stats",
     "compare_runs": "coopcode.evaluation.compare", "load_run": "coopcode.evaluation.compare",
+    "pair_up": "coopcode.evaluation.compare",
     "train": "coopcode.train", "TrainConfig": "coopcode.train",
+    # saved runs: trained adapters in checkpoints/
+    "CheckpointInfo": "coopcode.train.saved_runs", "list_checkpoints": "coopcode.train.saved_runs",
     # events
     "Event": "coopcode.core.events", "JsonlWriter": "coopcode.core.events",
     "parse_event": "coopcode.core.events",
+    "Started": "coopcode.core.events", "Log": "coopcode.core.events",
+    "TokenDelta": "coopcode.core.events", "AttemptReady": "coopcode.core.events",
+    "VerdictReady": "coopcode.core.events", "Progress": "coopcode.core.events",
+    "Metric": "coopcode.core.events", "Finished": "coopcode.core.events",
+    "Failed": "coopcode.core.events",
     "UserError": "coopcode.core.errors",
+    # rendering results in the terminal
+    "STATUS_STYLE": "coopcode.display.render", "pattern_line": "coopcode.display.render",
+    # settings: options declared as config fields (flags, forms), the shared option groups
+    "option": "coopcode.settings.options", "check_options": "coopcode.settings.options",
+    "config_options": "coopcode.settings.options", "option_args": "coopcode.settings.options",
+    "form_options": "coopcode.settings.options",
+    "ModelChoice": "coopcode.settings.common", "AdapterChoice": "coopcode.settings.common",
+    "SandboxChoice": "coopcode.settings.common",
+    # files
+    "cache_dir": "coopcode.core.paths",
 }
 
 __all__ = sorted(_LAZY)

@@ -1,15 +1,18 @@
 """`solve`: one problem, both agents, the combined program run against the hidden tests.
 
-Its settings: `coopcode.collaboration.solve_config.SolveConfig` (importable from here too)."""
+Its settings: `coopcode.collaboration.solve_config.SolveConfig` (importable from here too).
+`judge` is solve's last step on its own: one program (such as one edited by hand after a
+solve, the TUI's Ctrl+B) run against the hidden tests, scored and reported the same way."""
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coopcode.collaboration.attempts import Attempt
+from coopcode.collaboration.code import combine
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.events import (
@@ -84,6 +87,41 @@ def hidden_test_job(problem: Problem, attempt: Attempt, timeout: float) -> Job:
                entry_point=problem.entry_point, timeout=timeout)
 
 
+def _judged(problem: Problem, attempt: Attempt, verdict: Verdict, reward: str | None,
+            emit: Emit) -> None:
+    """Score an attempt the sandbox has judged and report its VerdictReady."""
+    score([attempt], [verdict], problem, reward)
+    emit(VerdictReady(task_id=problem.task_id, sample=attempt.sample, scheme=attempt.scheme,
+                      verdict=verdict.to_dict(),
+                      reward=attempt.reward.to_dict() if attempt.reward else {}))
+
+
+def judge(
+    problem: Problem,
+    program: str,
+    sandbox: Sandbox,
+    config: SolveConfig = SolveConfig(),
+    *,
+    helper_code: str = "",
+    main_code: str | None = None,
+    emit: Emit = ignore,
+) -> Attempt:
+    """Judge `program` as `solve` judges each attempt it writes: run against the problem's
+    hidden tests (`config.timeout`), scored with `config.reward` for `config.scheme`, reported
+    as a VerdictReady. `program` runs as given (not combined from the agents' code); the
+    reward reads `helper_code` and `main_code`, the agents' code (main's: `program` when not
+    given). The attempt returned carries the verdict and reward; SandboxUnavailable when the
+    sandbox could not judge it."""
+    main = program if main_code is None else main_code
+    checked = combine("", problem.entry_point, "", program)  # its syntax check, the text as given
+    attempt = Attempt(problem.task_id, 0, config.scheme, helper_code=helper_code, main_code=main,
+                      program=replace(checked, text=program, helper_code=helper_code,
+                                      main_code=main))
+    verdict = sandbox.run(hidden_test_job(problem, attempt, config.timeout))
+    _judged(problem, attempt, verdict, config.reward, emit)
+    return attempt
+
+
 def solve(
     problem: Problem,
     engine: Engine,
@@ -128,11 +166,8 @@ def solve(
         return hidden_test_job(problem, a, config.timeout)
 
     def on_done(state: SampleState, verdict: Verdict | None) -> None:
-        a = state.attempt
         assert verdict is not None
-        score([a], [verdict], problem, config.reward)
-        emit(VerdictReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
-                          verdict=verdict.to_dict(), reward=a.reward.to_dict() if a.reward else {}))
+        _judged(problem, state.attempt, verdict, config.reward, emit)
 
     scheme = get_scheme(config.scheme)
     specs = sample_specs(problem, scheme, range(config.n), config.sampling(),

@@ -67,32 +67,7 @@ def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
         raise ProblemError(f"{name}:{e.lineno}: syntax error: {e.msg}") from None
 
     functions = [n for n in module.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    chosen = None
-    for node in module.body:
-        if isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == "__entry_point__" for t in node.targets
-        ):
-            if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
-                raise ProblemError(f"{name}:{node.lineno}: __entry_point__ must be a string")
-            chosen = node.value.value
-    empty = [f for f in functions if f.name != "check" and _is_empty_body(f)]
-    if chosen is not None:
-        targets = [f for f in functions if f.name == chosen]
-        if not targets:
-            raise ProblemError(f"{name}: __entry_point__ names {chosen!r}, which is not defined")
-        target = targets[0]
-    elif len(empty) == 1:
-        target = empty[0]
-    elif not empty:
-        raise ProblemError(
-            f"{name}: no entry point: write the target function as a signature and a docstring "
-            "with an empty body"
-        )
-    else:
-        names = ", ".join(f.name for f in empty)
-        raise ProblemError(
-            f"{name}: several functions have empty bodies ({names}); set __entry_point__ = \"...\""
-        )
+    target = _find_target(module, functions, name)
 
     check_fns = [f for f in functions if f.name == "check"]
     lines = source.splitlines(keepends=True)
@@ -122,12 +97,61 @@ def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
     prompt = _tidy("".join(line for line, k in zip(lines, keep) if k))
 
     examples = docstring_examples(ast.get_docstring(target) or "", target.name)
-    tests_parts = list(test_preamble)
+    tests = _tests_text(test_preamble, check_fns, asserts, examples, lines, target.name, name)
+    return Problem(
+        task_id=Path(name).stem,
+        prompt=prompt,
+        entry_point=target.name,
+        tests=tests,
+        examples=tuple(examples),
+        source=name,
+    )
+
+
+def _find_target(module: ast.Module, functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
+                 name: str) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """The entry point: named by `__entry_point__`, else the one function with an empty body."""
+    chosen = None
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__entry_point__" for t in node.targets
+        ):
+            if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+                raise ProblemError(f"{name}:{node.lineno}: __entry_point__ must be a string")
+            chosen = node.value.value
+    empty = [f for f in functions if f.name != "check" and _is_empty_body(f)]
+    if chosen is not None:
+        targets = [f for f in functions if f.name == chosen]
+        if not targets:
+            raise ProblemError(f"{name}: __entry_point__ names {chosen!r}, which is not defined")
+        target = targets[0]
+    elif len(empty) == 1:
+        target = empty[0]
+    elif not empty:
+        raise ProblemError(
+            f"{name}: no entry point: write the target function as a signature and a docstring "
+            "with an empty body"
+        )
+    else:
+        names = ", ".join(f.name for f in empty)
+        raise ProblemError(
+            f"{name}: several functions have empty bodies ({names}); set __entry_point__ = \"...\""
+        )
+
+    return target
+
+
+def _tests_text(preamble: list[str], check_fns: list[ast.FunctionDef | ast.AsyncFunctionDef],
+                asserts: list[str], examples: list[str], lines: list[str], entry: str,
+                name: str) -> str:
+    """The hidden tests: the file's imports, then its `check`, its asserts (on `candidate`),
+    or else the docstring's `>>>` examples."""
+    tests_parts = list(preamble)
     if check_fns:
         check = check_fns[-1]
         tests_parts.append("".join(lines[_first_line(check) - 1: check.end_lineno]))
     if asserts:
-        renamed = [a.replace(f"{target.name}(", "candidate(") for a in asserts]
+        renamed = [a.replace(f"{entry}(", "candidate(") for a in asserts]
         if check_fns:
             tests_parts.extend(renamed)
         else:
@@ -136,17 +160,10 @@ def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
         if not examples:
             raise ProblemError(
                 f"{name}: no tests: add `def check(candidate)` with asserts, or `>>>` examples "
-                f"in the docstring of {target.name}"
+                f"in the docstring of {entry}"
             )
         tests_parts.append("def check(candidate):\n" + "".join(f"    {a}\n" for a in examples))
-    return Problem(
-        task_id=Path(name).stem,
-        prompt=prompt,
-        entry_point=target.name,
-        tests="\n".join(p.rstrip("\n") + "\n" for p in tests_parts),
-        examples=tuple(examples),
-        source=name,
-    )
+    return "\n".join(p.rstrip("\n") + "\n" for p in tests_parts)
 
 
 def _first_line(node: ast.stmt) -> int:

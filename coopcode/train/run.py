@@ -132,6 +132,58 @@ def train(
             lock.release()
 
 
+def _restore(trainer: Any, state_dir: Path, names: list[str], out: Path, publish: bool) -> None:
+    """The trainer as it was saved in `state_dir` (weights, optimizer, data order, step)."""
+    trainer_state, _ = ckpt.load_state(state_dir)
+    for name in names:
+        trainer.policy.load_weights(name, state_dir / name)
+    trainer.load_state_dict(trainer_state)
+    if publish:
+        ckpt.publish_adapters(out, state_dir, names)
+
+
+@dataclass
+class _Checkpointer:
+    """Saves a resumable state of the run and publishes its adapters and manifest."""
+
+    out: Path
+    config: TrainConfig
+    trainer: Any
+    engine: Any
+    problems: list[Problem]
+    log: MetricsLog
+    names: list[str]
+    total: int
+    emit: Emit
+    writes: bool  # every rank holds the same adapters; one writes them
+
+    def __call__(self, step: int) -> None:
+        if not self.writes:
+            return
+        out, config, engine, log = self.out, self.config, self.engine, self.log
+
+        def write_adapters(folder: Path) -> None:
+            for name in self.names:
+                self.trainer.policy.save(name, folder / name)
+
+        info = {"task_ids": [p.task_id for p in self.problems], "algorithm": config.algo,
+                "base": {"name": engine.model_name, "fingerprint": engine.model_fingerprint}}
+        final = ckpt.save_state(out, step, self.trainer.state_dict(), write_adapters, info,
+                                keep=config.keep_checkpoints)
+        ckpt.publish_adapters(out, final, self.names)
+        last = log.history[-1] if log.history else {}
+        metrics = {"reward_mean": log.recent("reward/mean"), "pass_rate": log.recent("pass_rate"),
+                   "window": min(10, len(log.history)),
+                   "last": {k: v for k, v in last.items() if k != "samples"},
+                   "warnings": [w.to_dict() for w in collapse_warnings(log.history,
+                                                                         config.max_new_tokens)]}
+        ckpt.write_json_atomic(out / "manifest.json", ckpt.manifest(
+            base_name=engine.model_name, fingerprint=engine.model_fingerprint,
+            algorithm=config.algo, config=config.to_dict(), step=step, total_steps=self.total,
+            metrics=metrics, adapters=self.names, run=out.name))
+        self.emit(Log(message=f"checkpoint step {step}: {out}"))
+
+
 def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: Any, scorer: Any,
            emit: Emit, cancel: threading.Event | None, explicit: set[str] | None,
            progress: Any) -> TrainResult:
@@ -159,12 +211,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     total = trainer.total_steps
     names = list(trainer.adapter_names().values())
     if state_dir is not None:
-        trainer_state, _ = ckpt.load_state(state_dir)
-        for name in names:
-            trainer.policy.load_weights(name, state_dir / name)
-        trainer.load_state_dict(trainer_state)
-        if ranks.main:
-            ckpt.publish_adapters(out, state_dir, names)
+        _restore(trainer, state_dir, names, out, publish=ranks.main)
     if ranks.main:
         for name in ("metrics.jsonl", "samples.jsonl"):
             ckpt.truncate_metrics(out / name, trainer.step)
@@ -179,30 +226,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     if state_dir is not None:
         emit(Log(message=f"resuming {out} at step {trainer.step}/{total}"))
 
-    def save(step: int) -> None:
-        if not ranks.main:  # every rank holds the same adapters; one writes them
-            return
-
-        def write_adapters(folder: Path) -> None:
-            for name in names:
-                trainer.policy.save(name, folder / name)
-
-        info = {"task_ids": [p.task_id for p in problems], "algorithm": config.algo,
-                "base": {"name": engine.model_name, "fingerprint": engine.model_fingerprint}}
-        final = ckpt.save_state(out, step, trainer.state_dict(), write_adapters, info,
-                                keep=config.keep_checkpoints)
-        ckpt.publish_adapters(out, final, names)
-        last = log.history[-1] if log.history else {}
-        metrics = {"reward_mean": log.recent("reward/mean"), "pass_rate": log.recent("pass_rate"),
-                   "window": min(10, len(log.history)),
-                   "last": {k: v for k, v in last.items() if k != "samples"},
-                   "warnings": [w.to_dict() for w in collapse_warnings(log.history,
-                                                                         config.max_new_tokens)]}
-        ckpt.write_json_atomic(out / "manifest.json", ckpt.manifest(
-            base_name=engine.model_name, fingerprint=engine.model_fingerprint,
-            algorithm=config.algo, config=config.to_dict(), step=step, total_steps=total,
-            metrics=metrics, adapters=names, run=out.name))
-        emit(Log(message=f"checkpoint step {step}: {out}"))
+    save = _Checkpointer(out, config, trainer, engine, problems, log, names, total, emit,
+                         writes=ranks.main)
 
     from coopcode.train.magrpo import TrainingStopped
 
