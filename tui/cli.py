@@ -10,8 +10,14 @@ from dataclasses import dataclass
 
 import typer
 
-from coopcode.settings.common import AdapterChoice, ModelChoice, SandboxChoice
-from coopcode.settings.options import check_options, config_options, option
+from coopcode import (
+    AdapterChoice,
+    ModelChoice,
+    SandboxChoice,
+    check_options,
+    config_options,
+    option,
+)
 
 SCREENS = ("agents", "collaborate", "train", "bench")
 

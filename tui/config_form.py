@@ -15,7 +15,7 @@ from textual.containers import Horizontal
 from textual.dom import DOMNode
 from textual.widgets import Input, Label, Select
 
-from coopcode.settings.options import form_options
+from coopcode import form_options
 
 
 def form_fields(cls: type, presets: dict[str, Any] | None = None) -> ComposeResult:

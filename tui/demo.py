@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from coopcode.engines import ScriptedEngine
+from coopcode import ScriptedEngine
 
 KNOWN: dict[str, tuple[str, str]] = {
     "has_close_elements": (

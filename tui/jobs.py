@@ -19,8 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coopcode.core.events import Event, Log, parse_event
-from coopcode.core.paths import cache_dir
+from coopcode import Event, Log, cache_dir, parse_event
 
 
 def jobs_dir() -> Path:

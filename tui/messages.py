@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from coopcode.core.events import Event
+from coopcode import Event
 
 
 class CoopEvent(Message):

@@ -1,6 +1,6 @@
 """Runs on disk the screens list: trained adapters in `checkpoints/` and benches in `runs/`.
 
-Checkpoint runs are read by `coopcode.train.saved_runs` (the same reader as `coopcode checkpoints`);
+Checkpoint runs are read by `coopcode.list_checkpoints` (the same reader as `coopcode checkpoints`);
 bench runs are `--out` folders holding `summary.json`. Reading is tolerant: a half-written
 run is shown as far as it can be, never a crash.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coopcode.train.saved_runs import CheckpointInfo, list_checkpoints
+from coopcode import CheckpointInfo, list_checkpoints
 
 __all__ = ["BenchRun", "CheckpointInfo", "describe_checkpoint", "list_bench_runs",
            "list_checkpoints"]

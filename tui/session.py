@@ -12,8 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coopcode.core.runtime import HELPER, MAIN, Agents, resolve_adapter_path
-from coopcode.models.catalog import DEFAULT_MODEL
+from coopcode import DEFAULT_MODEL, Agents, resolve_adapter_path
 
 Progress = Callable[[str], None]
 EngineFactory = Callable[[str | None, Progress], Any]  # (model spec, progress) -> Engine
@@ -39,13 +38,13 @@ class AgentsSpec:
 
 
 def default_engine_factory(model: str | None, progress: Progress) -> Any:
-    from coopcode.engines import load_engine
+    from coopcode import load_engine
 
     return load_engine(model, progress=progress)
 
 
 def default_sandbox_opener(backend: str, warn: Progress) -> Any:
-    from sandbox import open_sandbox
+    from coopcode import open_sandbox
 
     sb = open_sandbox(backend=backend, warn=warn)
     return sb.__enter__()
@@ -76,7 +75,8 @@ class Session:
         """Load (or reuse) the base model and put the chosen adapters on it.
 
         Changing only the adapters keeps the base in memory: one base, loaded once, shared by
-        both agents.
+        both agents. (`coopcode.open_agents` loads a new base each time, by engine kind: this
+        keeps the loaded one, and takes its engine from `engine_factory`.)
         """
         with self._lock:
             engine = self.agents.engine if self.agents else None
@@ -90,15 +90,12 @@ class Session:
                 engine = self.engine_factory(spec.model, progress)
                 self._engine_model = wanted
             agents = Agents(engine)
-            for role, given in ((HELPER, spec.helper_adapter), (MAIN, spec.main_adapter)):
+            for role, given in (("helper", spec.helper_adapter), ("main", spec.main_adapter)):
                 path = resolve_adapter_path(given, role)
                 if path:
                     progress(f"loading the {role} adapter {path}")
-                    engine.load_adapter(role, path)
-                    if role == HELPER:
-                        agents.helper_adapter = (role, path)
-                    else:
-                        agents.main_adapter = (role, path)
+                    engine.load_adapter(role, path)  # named after its role, as open_agents does
+                    setattr(agents, f"{role}_adapter", (role, path))
             self.agents, self.spec = agents, spec
             return agents
 
@@ -119,7 +116,7 @@ class Session:
         """The sandbox, waiting for a load in progress; RuntimeError when it is unavailable.
         One that went down (`sandbox_lost`) is opened again here: SandboxUnavailable, one
         line, if its backend still does not answer."""
-        from sandbox import SandboxUnavailable
+        from coopcode import SandboxUnavailable
 
         self.sandbox_ready.wait(timeout)
         with self._sandbox_lock:

@@ -34,7 +34,7 @@ class AgentsScreen(Screen[None]):
         self.runs: dict[str, CheckpointInfo] = {}
 
     def compose(self) -> ComposeResult:
-        from coopcode.models import CATALOG, DEFAULT_MODEL, is_ready
+        from coopcode import CATALOG, DEFAULT_MODEL, is_ready
 
         spec = self.app.session.spec  # type: ignore[attr-defined]
         catalog = [(f"{m.name}{'' if is_ready(m) else ' (not prepared)'}", m.name)

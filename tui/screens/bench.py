@@ -26,11 +26,17 @@ from textual.widgets import (
     TabPane,
 )
 
-from coopcode.core import events as ev
-from coopcode.core.errors import UserError
-from coopcode.evaluation.bench_config import BenchConfig
-from coopcode.schemes import SCHEMES
-from coopcode.settings.options import option_args
+from coopcode import (
+    SCHEMES,
+    BenchConfig,
+    Event,
+    Finished,
+    Progress,
+    Started,
+    UserError,
+    VerdictReady,
+    option_args,
+)
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
@@ -55,13 +61,18 @@ def _eta(seconds: float | None) -> str:
 
 
 class LiveScores:
-    """pass@k / acc@k from the verdicts seen so far (problems with all n samples only)."""
+    """pass@k / acc@k from the verdicts seen so far (problems with all n samples only).
+
+    With the core's estimators and intervals; not the bench's own summary (`run_bench`'s
+    Finished event, shown when the run ends), which reads whole sample records the live
+    VerdictReady events do not carry (syntax, tokens, rewards, cooperation) and lists a
+    scheme only once a problem is complete."""
 
     def __init__(self, ks: list[int], n: int) -> None:
         self.ks, self.n = ks, n
         self.samples: dict[str, dict[str, dict[int, tuple[bool, float]]]] = defaultdict(dict)
 
-    def add(self, event: ev.VerdictReady) -> None:
+    def add(self, event: VerdictReady) -> None:
         v = event.verdict
         total = v.get("n_tests") or 0
         result = (v.get("status") == "passed", (v.get("n_passed", 0) / total) if total else 0.0)
@@ -69,8 +80,7 @@ class LiveScores:
 
     def rows(self) -> list[dict[str, Any]]:
         """Rows like the summary's: means, and their standard error and 95% interval."""
-        from coopcode.evaluation.at_k import acc_at_k_by_problem, pass_at_k_by_problem
-        from coopcode.evaluation.stats import mean_interval
+        from coopcode import acc_at_k_by_problem, mean_interval, pass_at_k_by_problem
 
         rows = []
         for scheme, tasks in self.samples.items():
@@ -121,8 +131,7 @@ def fill_scores(table: DataTable[Any], ks: list[int], rows: list[tuple[str, dict
 
 def paired_text(paths: list[str]) -> Text:
     """The paired comparison of the chosen runs, each against the first (`coopcode compare`)."""
-    from coopcode.core.errors import UserError
-    from coopcode.evaluation.compare import compare_runs, pair_up
+    from coopcode import compare_runs, pair_up
 
     if len(paths) < 2:
         return Text("choose two or more runs: each is paired with the first over the problems "
@@ -246,8 +255,8 @@ class BenchScreen(JobScreen):
         self.query_one("#paired", Static).update(paired_text([str(run.path) for run in chosen]))
 
     def _show_patterns(self, rows: list[dict[str, Any]]) -> None:
-        """After a run: how main used the helper, per method (`coopcode.collaboration.cooperation`)."""
-        from coopcode.display.render import pattern_line
+        """After a run: how main used the helper, per method (the summary's `cooperation`)."""
+        from coopcode import pattern_line
 
         shown = [r for r in rows if r.get("cooperation")]
         patterns = self.query_one("#bench-patterns", Static)
@@ -318,12 +327,12 @@ class BenchScreen(JobScreen):
                                                         else f"failed (exit {returncode})")
         self.action_refresh()
 
-    def handle_event(self, event: ev.Event) -> None:
+    def handle_event(self, event: Event) -> None:
         bar = self.query_one("#bench-progress", ProgressBar)
-        if isinstance(event, ev.Started):
+        if isinstance(event, Started):
             bar.update(total=max(event.total, 1), progress=event.meta.get("resumed", 0))
             self.query_one("#bench-rate", Label).update(f"0/{event.total} samples")
-        elif isinstance(event, ev.Progress):
+        elif isinstance(event, Progress):
             bar.update(total=max(event.total, 1), progress=event.done)
             self.query_one("#bench-rate", Label).update(
                 f"{event.done}/{event.total} · {event.samples_per_s:.2f} samples/s · "
@@ -331,9 +340,9 @@ class BenchScreen(JobScreen):
             if self.live is not None:
                 fill_scores(self.query_one("#live-table", DataTable), self.live.ks,
                             [(r["method"], r) for r in self.live.rows()])
-        elif isinstance(event, ev.VerdictReady) and self.live is not None:
+        elif isinstance(event, VerdictReady) and self.live is not None:
             self.live.add(event)
-        elif isinstance(event, ev.Finished):
+        elif isinstance(event, Finished):
             summary = event.summary
             ks = [int(k) for k in summary.get("ks", [])] or (self.live.ks if self.live else [1])
             fill_scores(self.query_one("#live-table", DataTable), ks,

@@ -1,12 +1,14 @@
 """Collaborate: pick a problem, watch the helper and main agents write, run the program.
 
-Generation and sandbox runs happen on worker threads that emit coopcode's own events
-(TokenDelta, AttemptReady, VerdictReady, ...) as messages; this screen only renders them.
+A run is `coopcode.solve` on a worker thread, and Ctrl+B on an edited program is
+`coopcode.judge` (solve's last step on its own); the events they emit (TokenDelta,
+AttemptReady, VerdictReady, ...) come here as messages, and this screen only renders them.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +31,21 @@ from textual.widgets import (
 )
 from textual.widgets.option_list import Option
 
-from coopcode.collaboration.cooperation import describe_cooperation
-from coopcode.core import events as ev
-from coopcode.core.errors import UserError
-from coopcode.problems import Problem
-from coopcode.schemes import SCHEMES, has_helper
-from sandbox import SandboxUnavailable
+from coopcode import (
+    SCHEMES,
+    AttemptReady,
+    Event,
+    Failed,
+    Job,
+    Problem,
+    SandboxUnavailable,
+    TokenDelta,
+    UserError,
+    Verdict,
+    VerdictReady,
+    describe_cooperation,
+    has_helper,
+)
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.widgets.agent_pane import AgentPane, style_code
 from tui.widgets.nav import NavBar
@@ -74,10 +85,10 @@ class CollaborateScreen(Screen[None]):
         self.testing = False
         self.reruns = 0  # programs the sandbox ran again in this run (a worker was lost)
         self.cancel_event = threading.Event()
-        self.attempt: ev.AttemptReady | None = None  # the latest generated attempt
+        self.attempt: AttemptReady | None = None  # the latest generated attempt
         self.run_problem: Problem | None = None  # the problem the latest attempt solved
         self.run_scheme = ""
-        self._deltas: list[tuple[int, ev.TokenDelta]] = []  # (run id, delta) not yet drawn
+        self._deltas: list[tuple[int, TokenDelta]] = []  # (run id, delta) not yet drawn
         self._deltas_lock = threading.Lock()
 
     def compose(self) -> ComposeResult:
@@ -132,7 +143,7 @@ class CollaborateScreen(Screen[None]):
 
     @work(thread=True, group="problems")
     def _load_problems(self) -> None:
-        from coopcode.problems import load_humaneval
+        from coopcode import load_humaneval
 
         problems = load_humaneval("all")
         self.app.call_from_thread(self._show_problems, problems)
@@ -178,7 +189,7 @@ class CollaborateScreen(Screen[None]):
                     raise UserError(f"{spec}: no such HumanEval task")
                 self._set_problem(found[0], found[0].prompt)
             else:
-                from coopcode.problems import load_problem_file
+                from coopcode import load_problem_file
 
                 path = Path(spec).expanduser()
                 problem = load_problem_file(path)
@@ -211,7 +222,7 @@ class CollaborateScreen(Screen[None]):
             self.notify("Pick a problem, open one (Ctrl+O) or type a prompt first.",
                         severity="warning")
             return None
-        from coopcode.problems import parse_problem_source
+        from coopcode import parse_problem_source
 
         try:
             return parse_problem_source(text, "editor.py")
@@ -343,98 +354,56 @@ class CollaborateScreen(Screen[None]):
     @work(thread=True, group="generate")
     def _generate(self, problem: Problem, agents: Any, scheme: str, turns: int, run_id: int,
                   cancel: threading.Event) -> None:
-        from coopcode.collaboration.scheduler import Scheduler, sample_specs
-        from coopcode.collaboration.solve import SolveConfig
-        from coopcode.schemes import SampleState, get_scheme
+        from coopcode import SolveConfig, solve
 
-        solve = SolveConfig()  # `coopcode solve`'s defaults: greedy, its token budget
-
-        def emit(event: ev.Event) -> None:
-            self.post_message(CoopEvent(run_id, event))
-
-        try:
-            session = self.app.session  # type: ignore[attr-defined]
-            sandbox = session.wait_sandbox() if turns > 1 else None
-            params = solve.sampling()  # `coopcode solve`'s: greedy, its budget, top-p, seed
-            specs = sample_specs(problem, get_scheme(scheme), [0], params, turns=turns,
-                                 helper_adapter=agents.helper_name, main_adapter=agents.main_name)
-            emit(ev.Started(job="solve", total=1, meta={"task_id": problem.task_id, "scheme": scheme}))
-
-            def on_delta(state: SampleState, role: str, turn: int, text: str, tokens: int) -> None:
+        def emit(event: Event) -> None:
+            if isinstance(event, TokenDelta):
                 # Buffered, not posted: a message per token would keep the event loop busy
                 # redrawing and make keys lag while a fast model streams.
-                delta = ev.TokenDelta(task_id=problem.task_id, agent=role, sample=state.sample,
-                                      turn=turn, text=text, tokens=tokens)
                 with self._deltas_lock:
-                    self._deltas.append((run_id, delta))
+                    self._deltas.append((run_id, event))
+            else:
+                self.post_message(CoopEvent(run_id, event))
 
-            done: list[SampleState] = []
-            Scheduler(agents.engine, sandbox, feedback_timeout=solve.timeout, on_delta=on_delta,
-                      cancel=cancel).run(specs, lambda state, _v: done.append(state))
-            if cancel.is_set() or not done:
+        try:
+            # `coopcode solve`'s settings (greedy, its token budget, top-p, seed, reward), with
+            # the scheme and turns chosen here.
+            result = solve(problem, agents.engine, SessionSandbox(self, run_id),
+                           SolveConfig(scheme=scheme, turns=turns),
+                           helper_adapter=agents.helper_name, main_adapter=agents.main_name,
+                           emit=emit, cancel=cancel)
+            if cancel.is_set() and not any(a.verdict for a in result.attempts):
                 self.post_message(Cancelled(run_id))
-                return
-            attempt = done[0].attempt
-            program = attempt.program.text if attempt.program else ""
-            emit(ev.AttemptReady(task_id=problem.task_id, sample=0, scheme=scheme,
-                                 helper_code=attempt.helper_code, main_code=attempt.main_code,
-                                 program=program,
-                                 syntax_ok=bool(attempt.program and attempt.program.syntax_ok)))
-            self._run_tests(problem, program, scheme, emit, run_id)
         except SandboxUnavailable as e:  # an outage, not a verdict: a status line and a retry
             self.post_message(SandboxDown(run_id, _one_line(e)))
         except Exception as e:  # noqa: BLE001 - shown as one line; the UI must survive it
-            emit(ev.Failed(message=_one_line(e)))
+            emit(Failed(message=_one_line(e)))
 
     def _start_tests(self, problem: Problem, program: str, run_id: int) -> None:
         self.testing = True
         self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
-        scheme = self.attempt.scheme if self.attempt else "sequential"
-        self._test_worker(problem, program, scheme, run_id)
+        self._test_worker(problem, program, self.attempt, run_id)
 
     @work(thread=True, group="sandbox")
-    def _test_worker(self, problem: Problem, program: str, scheme: str, run_id: int) -> None:
-        def emit(event: ev.Event) -> None:
+    def _test_worker(self, problem: Problem, program: str, attempt: AttemptReady | None,
+                     run_id: int) -> None:
+        """Judge the (edited) program as the run judged the agents' one. A worker lost
+        meanwhile is replaced and the program run again by the sandbox (said on the screen);
+        a sandbox down for good is a status line, and the next run opens a new one."""
+        from coopcode import SolveConfig, judge
+
+        def emit(event: Event) -> None:
             self.post_message(CoopEvent(run_id, event))
 
         try:
-            self._run_tests(problem, program, scheme, emit, run_id)
+            judge(problem, program, SessionSandbox(self, run_id),
+                  SolveConfig(scheme=attempt.scheme if attempt else "sequential"),
+                  helper_code=attempt.helper_code if attempt else "",
+                  main_code=attempt.main_code if attempt else program, emit=emit)
         except SandboxUnavailable as e:
             self.post_message(SandboxDown(run_id, _one_line(e)))
         except Exception as e:  # noqa: BLE001
-            emit(ev.Failed(message=_one_line(e)))
-
-    def _run_tests(self, problem: Problem, program: str, scheme: str, emit: Any,
-                   run_id: int) -> None:
-        """Run `program` against the problem's tests in the sandbox (worker thread). A worker
-        lost meanwhile is replaced and the program run again by the sandbox (said on the
-        screen); a sandbox down for good raises SandboxUnavailable, and the next run opens
-        a new one."""
-        from coopcode.collaboration.solve import SolveConfig
-        from coopcode.rewards import RewardInput, resolve_reward
-        from sandbox import Job
-
-        session = self.app.session  # type: ignore[attr-defined]
-        sandbox = session.wait_sandbox()
-        reruns = getattr(sandbox, "infra_retries", 0)
-        try:
-            verdict = sandbox.run(Job(program=program, tests=problem.tests,
-                                      entry_point=problem.entry_point,
-                                      timeout=SolveConfig().timeout))
-        except SandboxUnavailable as e:
-            session.sandbox_lost(sandbox, _one_line(e))
-            raise
-        reruns = getattr(sandbox, "infra_retries", 0) - reruns
-        if reruns > 0:
-            self.post_message(SandboxReran(run_id, reruns))
-        attempt = self.attempt
-        reward = resolve_reward(SolveConfig().reward, scheme)(RewardInput(
-            verdict=verdict, main_code=attempt.main_code if attempt else program,
-            helper_code=attempt.helper_code if attempt else "", program=program,
-            entry_point=problem.entry_point, scheme=scheme, task_id=problem.task_id))
-        emit(ev.VerdictReady(task_id=problem.task_id, sample=0, scheme=scheme,
-                             verdict=verdict.to_dict(), reward=reward.to_dict()))
-        emit(ev.Finished(job="solve", summary={"passed": verdict.passed}))
+            emit(Failed(message=_one_line(e)))
 
     # -- rendering events -----------------------------------------------------------------
 
@@ -469,7 +438,7 @@ class CollaborateScreen(Screen[None]):
             return  # a straggler from a run that was cancelled or replaced
         self._flush_deltas()  # every token drawn before what follows the generation
         e = message.event
-        if isinstance(e, ev.AttemptReady):
+        if isinstance(e, AttemptReady):
             self.generating = False
             self.testing = True
             self.attempt = e
@@ -480,7 +449,7 @@ class CollaborateScreen(Screen[None]):
             program.load_text(e.program)
             self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
             self.query_one("#tabs", TabbedContent).active = "tab-program"
-        elif isinstance(e, ev.VerdictReady):
+        elif isinstance(e, VerdictReady):
             self.testing = False
             self.query_one("#tests", TestsTable).show(e.verdict)
             helper = self.attempt.helper_code if self.attempt else ""
@@ -489,7 +458,7 @@ class CollaborateScreen(Screen[None]):
             self.query_one("#summary", VerdictSummary).show(
                 e.verdict, e.reward, describe_cooperation(main, helper, entry), e.scheme,
                 reruns=self.reruns)
-        elif isinstance(e, ev.Failed):
+        elif isinstance(e, Failed):
             self.generating = self.testing = False
             for pane in self.query(AgentPane):
                 pane.finish()
@@ -522,6 +491,56 @@ class CollaborateScreen(Screen[None]):
             pane.finish("cancelled")
         self.query_one("#summary", VerdictSummary).show_idle("cancelled · Ctrl+R runs again")
         self.notify("Generation cancelled.")
+
+
+class SessionSandbox:
+    """The session's sandbox as one run of this screen gives it to `solve` and `judge`.
+
+    Opened (or opened again after an outage) by the first program to run, so the agents
+    start writing without waiting for it; one down for good is marked lost, and the next
+    run opens a new one; the programs it ran again because a worker was lost are said on
+    the screen (SandboxReran, before the verdict they belong to)."""
+
+    def __init__(self, screen: CollaborateScreen, run_id: int) -> None:
+        self.screen, self.run_id = screen, run_id
+        self.session: Any = screen.app.session  # type: ignore[attr-defined]
+        self.infra_retries = 0  # this run's
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.session.sandbox, "name", self.session.spec.sandbox))
+
+    def run(self, job: Job) -> Verdict:
+        sandbox = self.session.wait_sandbox()
+        before = getattr(sandbox, "infra_retries", 0)
+        try:
+            verdict: Verdict = sandbox.run(job)
+        except SandboxUnavailable as e:
+            self.session.sandbox_lost(sandbox, _one_line(e))
+            raise
+        reruns = getattr(sandbox, "infra_retries", 0) - before
+        if reruns > 0:
+            self.infra_retries += reruns
+            self.screen.post_message(SandboxReran(self.run_id, self.infra_retries))
+        return verdict
+
+    def run_many(self, jobs: Sequence[Job],
+                 on_result: Callable[[int, Verdict], None] | None = None) -> list[Verdict]:
+        verdicts = []
+        for i, job in enumerate(jobs):
+            verdicts.append(self.run(job))
+            if on_result is not None:
+                on_result(i, verdicts[-1])
+        return verdicts
+
+    def close(self) -> None:
+        """Nothing: the session owns the sandbox."""
+
+    def __enter__(self) -> SessionSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _one_line(e: BaseException) -> str:

@@ -6,7 +6,7 @@ from textual import work
 from textual.screen import Screen
 from textual.widgets import RichLog
 
-from coopcode.core import events as ev
+from coopcode import Event, Failed, Log
 from tui.jobs import ChildJob, describe_exit, summarize_argv
 from tui.messages import JobEnded, JobEvent
 
@@ -45,7 +45,7 @@ class JobScreen(Screen[None]):
 
     @work(thread=True, group="follow")
     def _follow(self, job: ChildJob, run_id: int) -> None:
-        def relay(event: ev.Event) -> None:
+        def relay(event: Event) -> None:
             self.post_message(JobEvent(run_id, event))
 
         code = job.follow(relay)
@@ -72,9 +72,9 @@ class JobScreen(Screen[None]):
         if message.run_id != self.run_id:
             return
         e = message.event
-        if isinstance(e, ev.Log):
+        if isinstance(e, Log):
             self.log_view.write(("warning: " if e.level == "warning" else "") + e.message)
-        elif isinstance(e, ev.Failed):
+        elif isinstance(e, Failed):
             self.log_view.write(f"error: {e.message}")
         self.handle_event(e)
 
@@ -88,7 +88,7 @@ class JobScreen(Screen[None]):
 
     # -- for subclasses ---------------------------------------------------------------------
 
-    def handle_event(self, event: ev.Event) -> None:
+    def handle_event(self, event: Event) -> None:
         """Render one event of the running job."""
 
     def job_started(self) -> None:

@@ -13,12 +13,19 @@ from textual.containers import Horizontal, Vertical
 from textual.markup import escape
 from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, RichLog
 
-from coopcode.core import events as ev
-from coopcode.core.errors import UserError
-from coopcode.rewards import term_keys
-from coopcode.settings.options import option_args
-from coopcode.train.config import TrainConfig
-from coopcode.train.saved_runs import list_checkpoints
+from coopcode import (
+    Event,
+    Finished,
+    Log,
+    Metric,
+    Progress,
+    Started,
+    TrainConfig,
+    UserError,
+    list_checkpoints,
+    option_args,
+    term_keys,
+)
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.screens.job_screen import JobScreen
@@ -154,9 +161,9 @@ class TrainScreen(JobScreen):
         self.query_one("#stop", Button).disabled = True
         self.action_refresh()
 
-    def handle_event(self, event: ev.Event) -> None:
+    def handle_event(self, event: Event) -> None:
         status = self.query_one("#train-status", Label)
-        if isinstance(event, ev.Metric):
+        if isinstance(event, Metric):
             self.metrics.append((event.step, dict(event.values)))
             for plot_id, curves in (("#reward-plot", reward_curves(event.values)),
                                     ("#loss-plot", LOSS_CURVES)):
@@ -164,22 +171,22 @@ class TrainScreen(JobScreen):
                 for key, name in curves:
                     if key in event.values:
                         plot.add_point(name, event.step, event.values[key])
-        elif isinstance(event, ev.Started):
+        elif isinstance(event, Started):
             status.update(f"step 0/{event.total} · sampling the first group…")
             self.warnings.clear()
             self._show_warnings()
-        elif isinstance(event, ev.Progress):
+        elif isinstance(event, Progress):
             last = self.metrics[-1][1] if self.metrics else {}
             reward = f" · reward {last['reward/mean']:.3f}" if "reward/mean" in last else ""
             status.update(f"step {event.done}/{event.total}{reward} · ETA {_eta(event.eta_s)}")
-        elif isinstance(event, ev.Log) and event.level == "warning":
+        elif isinstance(event, Log) and event.level == "warning":
             # The collapse guards (coopcode.train.guards): kept in view, not only in the log.
             self.warnings.append(event.message)
             self._show_warnings()
             self.notify(event.message, severity="warning", title="training", timeout=10)
-        elif isinstance(event, ev.Log) and "checkpoint" in event.message.lower():
+        elif isinstance(event, Log) and "checkpoint" in event.message.lower():
             self.action_refresh()
-        elif isinstance(event, ev.Finished):
+        elif isinstance(event, Finished):
             summary = event.summary
             how = "stopped" if summary.get("stopped") else "finished"
             status.update(f"{how} at step {summary.get('step')}/{summary.get('total_steps')} · "

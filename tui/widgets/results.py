@@ -8,10 +8,7 @@ from rich.text import Text
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from coopcode.collaboration.cooperation import Cooperation
-from coopcode.display.render import STATUS_STYLE
-from coopcode.rewards import format_terms
-from coopcode.schemes import has_helper
+from coopcode import STATUS_STYLE, Cooperation, format_terms, has_helper
 
 
 class TestsTable(DataTable[Any]):
