@@ -27,7 +27,8 @@ _LAZY = {
     "Engine": "coopcode.engines", "GenerationRequest": "coopcode.engines",
     "SamplingParams": "coopcode.engines", "ScriptedEngine": "coopcode.engines",
     "load_engine": "coopcode.engines", "open_agents": "coopcode.core.runtime",
-    "Agents": "coopcode.core.runtime", "resolve_adapter_path": "coopcode.core.runtime",
+    "Agents": "coopcode.core.runtime", "attach_adapters": "coopcode.core.runtime",
+    "resolve_adapter_path": "coopcode.core.runtime",
     # models
     "CATALOG": "coopcode.models.catalog", "DEFAULT_MODEL": "coopcode.models.catalog",
     "is_ready": "coopcode.models.embedded",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from coopcode import DEFAULT_MODEL, Agents, resolve_adapter_path
+from coopcode import DEFAULT_MODEL, Agents, attach_adapters
 
 Progress = Callable[[str], None]
 EngineFactory = Callable[[str | None, Progress], Any]  # (model spec, progress) -> Engine
@@ -75,8 +75,8 @@ class Session:
         """Load (or reuse) the base model and put the chosen adapters on it.
 
         Changing only the adapters keeps the base in memory: one base, loaded once, shared by
-        both agents. (`coopcode.open_agents` loads a new base each time, by engine kind: this
-        keeps the loaded one, and takes its engine from `engine_factory`.)
+        both agents. (`coopcode.open_agents` loads a new base and then `attach_adapters`: this
+        keeps the loaded one, from `engine_factory`, and attaches the adapters the same way.)
         """
         with self._lock:
             engine = self.agents.engine if self.agents else None
@@ -89,13 +89,7 @@ class Session:
                 progress(f"loading {spec.model or 'the default model'}")
                 engine = self.engine_factory(spec.model, progress)
                 self._engine_model = wanted
-            agents = Agents(engine)
-            for role, given in (("helper", spec.helper_adapter), ("main", spec.main_adapter)):
-                path = resolve_adapter_path(given, role)
-                if path:
-                    progress(f"loading the {role} adapter {path}")
-                    engine.load_adapter(role, path)  # named after its role, as open_agents does
-                    setattr(agents, f"{role}_adapter", (role, path))
+            agents = attach_adapters(engine, spec.helper_adapter, spec.main_adapter, progress)
             self.agents, self.spec = agents, spec
             return agents
 

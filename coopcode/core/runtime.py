@@ -72,17 +72,27 @@ def open_agents(
         if path:
             check_adapter(path, base_fingerprint="", base_name="")
     eng = load_engine(model, engine, progress=progress, **engine_kw)
-    agents = Agents(eng)
-    if helper_path:
-        eng.load_adapter(HELPER, helper_path)
-        agents.helper_adapter = (HELPER, helper_path)
-    if main_path:
-        eng.load_adapter(MAIN, main_path)
-        agents.main_adapter = (MAIN, main_path)
+    agents = attach_adapters(eng, helper_path, main_path, progress)
     names = eng.adapters() if served else {}
     for role in (HELPER, MAIN):
         if role in names:  # the served model name stands where a folder would
             setattr(agents, f"{role}_adapter", (role, f"served:{names[role]}"))
+    return agents
+
+
+def attach_adapters(engine: Engine, helper_adapter: str | None, main_adapter: str | None,
+                    progress: Callable[[str], None] | None = None) -> Agents:
+    """The agents on an engine already loaded: each adapter (a PEFT folder, or a run in
+    checkpoints/) loaded under its role's name, so one base serves both (the TUI keeps its
+    loaded base when only the adapters change)."""
+    agents = Agents(engine)
+    for role, given in ((HELPER, helper_adapter), (MAIN, main_adapter)):
+        path = resolve_adapter_path(given, role)
+        if path:
+            if progress is not None:
+                progress(f"loading the {role} adapter {path}")
+            engine.load_adapter(role, path)
+            setattr(agents, f"{role}_adapter", (role, path))
     return agents
 
 
