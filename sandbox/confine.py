@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import os
 import resource
+import signal
 from collections.abc import Mapping, Sequence
 
 CLONE_NEWNS = 0x00020000
@@ -156,3 +157,13 @@ def raise_oom_score() -> None:
             f.write("1000")
     except OSError:
         pass
+
+
+def kill_job(pid: int) -> None:
+    """SIGKILL a job's process group, then the job itself (a pid namespace's init: killing it
+    kills the namespace); a job already gone is no error."""
+    for kill in (os.killpg, os.kill):
+        try:
+            kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -207,11 +207,7 @@ class Runner:
         # it only while /proc says it is our child, i.e. not reaped, so the pid is its own.
         if self.zygote.kill(pid) or not _is_child_of_mine(pid):
             return
-        for kill in (os.killpg, os.kill):  # pid ns init: killing it kills the namespace
-            try:
-                kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        confine.kill_job(pid)
 
     def _prepare_judge(self) -> None:
         """In the freshly forked judge: drop what is the runner's alone."""

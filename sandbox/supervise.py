@@ -111,6 +111,15 @@ class RunDelay:
         return sum(self.last.values())
 
 
+def _pump(fd: int, streams: Mapping[int, Capture], open_fds: list[int]) -> None:
+    """Read what `fd` has into its capture; at its end, stop watching it."""
+    data = os.read(fd, 1 << 16)
+    if data:
+        streams[fd].feed(data)
+    else:
+        open_fds.remove(fd)
+
+
 def describe_status(status: int) -> str:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -326,11 +335,7 @@ class Supervisor:
             ready, _, _ = select.select(open_fds + self.host.wait_fds(), [], [], wait)
             for fd in ready:
                 if fd in streams:
-                    data = os.read(fd, 1 << 16)
-                    if data:
-                        streams[fd].feed(data)
-                    else:
-                        open_fds.remove(fd)
+                    _pump(fd, streams, open_fds)
                 elif fd == link:
                     reports = self.host.judge_read()
                     if reports is None:  # the judge died (killed by the program?)
@@ -413,8 +418,4 @@ class Supervisor:
         while fds and time.monotonic() < drain_until:
             ready, _, _ = select.select(fds, [], [], max(0.0, drain_until - time.monotonic()))
             for fd in ready:
-                data = os.read(fd, 1 << 16)
-                if data:
-                    streams[fd].feed(data)
-                else:
-                    fds.remove(fd)
+                _pump(fd, streams, fds)

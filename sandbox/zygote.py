@@ -124,11 +124,7 @@ class Zygote:
         machine), which must never be signalled."""
         if pid not in self.jobs:
             return
-        for kill in (os.killpg, os.kill):  # pid ns init: killing it kills the namespace
-            try:
-                kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        confine.kill_job(pid)
 
     def sweep(self) -> int:
         """Kill every remaining descendant. As a child subreaper we inherit orphans, so
