@@ -40,7 +40,7 @@ from coopcode import (
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
-from tui.screens.job_screen import JobScreen
+from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.nav import NavBar
 
 SPLITS = ("humaneval:test", "humaneval:train", "humaneval:all")
@@ -51,13 +51,6 @@ NO_ADAPTER = "none"
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
-
-
-def _eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 class LiveScores:
@@ -315,13 +308,8 @@ class BenchScreen(JobScreen):
     def _stop_pressed(self) -> None:
         self.action_stop()
 
-    def job_started(self) -> None:
-        self.query_one("#start", Button).disabled = True
-        self.query_one("#stop", Button).disabled = False
-
     def job_ended(self, returncode: int | None) -> None:
-        self.query_one("#start", Button).disabled = False
-        self.query_one("#stop", Button).disabled = True
+        super().job_ended(returncode)
         if returncode != 0:
             self.query_one("#bench-rate", Label).update("stopped" if self.job and self.job.stopping
                                                         else f"failed (exit {returncode})")
@@ -336,7 +324,7 @@ class BenchScreen(JobScreen):
             bar.update(total=max(event.total, 1), progress=event.done)
             self.query_one("#bench-rate", Label).update(
                 f"{event.done}/{event.total} · {event.samples_per_s:.2f} samples/s · "
-                f"ETA {_eta(event.eta_s)}")
+                f"ETA {eta_text(event.eta_s)}")
             if self.live is not None:
                 fill_scores(self.query_one("#live-table", DataTable), self.live.ks,
                             [(r["method"], r) for r in self.live.rows()])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual import work
 from textual.screen import Screen
-from textual.widgets import RichLog
+from textual.widgets import Button, RichLog
 
 from coopcode import Event, Failed, Log
 from tui.jobs import ChildJob, describe_exit, summarize_argv
@@ -92,8 +92,22 @@ class JobScreen(Screen[None]):
         """Render one event of the running job."""
 
     def job_started(self) -> None:
-        """The child is running."""
+        """The child is running: Start is off, Stop on."""
+        self.show_running(True)
 
     def job_ended(self, returncode: int | None) -> None:
-        """The child exited."""
+        """The child exited: Start is on again, Stop off."""
+        self.show_running(False)
+
+    def show_running(self, running: bool) -> None:
+        self.query_one("#start", Button).disabled = running
+        self.query_one("#stop", Button).disabled = not running
+
+
+def eta_text(seconds: float | None) -> str:
+    """`4m05s`, `12s`, or `?` when not known yet."""
+    if seconds is None:
+        return "?"
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
 

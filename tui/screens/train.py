@@ -28,7 +28,7 @@ from coopcode import (
 )
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
-from tui.screens.job_screen import JobScreen
+from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.nav import NavBar
 from tui.widgets.plot import PlotView
 
@@ -49,13 +49,6 @@ def reward_curves(values: dict[str, float]) -> list[tuple[str, str]]:
     """The mean reward, each term of the run's reward, and the pass rate."""
     return [("reward/mean", "reward"), *((k, k.split("/", 1)[1]) for k in term_keys(values)),
             ("pass_rate", "pass rate")]
-
-
-def _eta(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    m, s = divmod(int(seconds), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 class TrainScreen(JobScreen):
@@ -150,15 +143,10 @@ class TrainScreen(JobScreen):
     def _stop_pressed(self) -> None:
         self.action_stop()
 
-    def job_started(self) -> None:
-        self.query_one("#start", Button).disabled = True
-        self.query_one("#stop", Button).disabled = False
-
     def job_ended(self, returncode: int | None) -> None:
         if returncode not in (0, None) and not (self.job and self.job.stopping):
             self.query_one("#train-status", Label).update(f"failed (exit {returncode}): see the log")
-        self.query_one("#start", Button).disabled = False
-        self.query_one("#stop", Button).disabled = True
+        super().job_ended(returncode)
         self.action_refresh()
 
     def handle_event(self, event: Event) -> None:
@@ -178,7 +166,7 @@ class TrainScreen(JobScreen):
         elif isinstance(event, Progress):
             last = self.metrics[-1][1] if self.metrics else {}
             reward = f" · reward {last['reward/mean']:.3f}" if "reward/mean" in last else ""
-            status.update(f"step {event.done}/{event.total}{reward} · ETA {_eta(event.eta_s)}")
+            status.update(f"step {event.done}/{event.total}{reward} · ETA {eta_text(event.eta_s)}")
         elif isinstance(event, Log) and event.level == "warning":
             # The collapse guards (coopcode.train.guards): kept in view, not only in the log.
             self.warnings.append(event.message)
