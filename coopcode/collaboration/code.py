@@ -169,12 +169,17 @@ def combine(prompt: str, entry_point: str, helper_code: str, main_code: str) -> 
     context = prompt_context(prompt, entry_point)
     parts = [p.strip("\n") for p in (context, helper_code, main_code) if p and p.strip()]
     text = "\n\n\n".join(parts) + "\n"
-    try:
-        ast.parse(text)
-        ok, err = True, ""
-    except SyntaxError as e:
-        ok, err = False, f"line {e.lineno}: {e.msg}"
-    except (ValueError, RecursionError, MemoryError) as e:
-        ok, err = False, f"{type(e).__name__}: {e}"
+    ok, err = syntax_check(text)
     return Program(text=text, context=context, helper_code=helper_code, main_code=main_code,
                    syntax_ok=ok, syntax_error=err)
+
+
+def syntax_check(text: str) -> tuple[bool, str]:
+    """Whether `text` parses (with `ast`, never executed here), and the error if not."""
+    try:
+        ast.parse(text)
+    except SyntaxError as e:
+        return False, f"line {e.lineno}: {e.msg}"
+    except (ValueError, RecursionError, MemoryError) as e:
+        return False, f"{type(e).__name__}: {e}"
+    return True, ""

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from coopcode.collaboration.attempts import Attempt
-from coopcode.collaboration.code import combine
+from coopcode.collaboration.code import Program, syntax_check
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.events import (
@@ -113,10 +113,10 @@ def judge(
     given). The attempt returned carries the verdict and reward; SandboxUnavailable when the
     sandbox could not judge it."""
     main = program if main_code is None else main_code
-    checked = combine("", problem.entry_point, "", program)  # its syntax check, the text as given
+    ok, err = syntax_check(program)
     attempt = Attempt(problem.task_id, 0, config.scheme, helper_code=helper_code, main_code=main,
-                      program=replace(checked, text=program, helper_code=helper_code,
-                                      main_code=main))
+                      program=Program(text=program, context="", helper_code=helper_code,
+                                      main_code=main, syntax_ok=ok, syntax_error=err))
     verdict = sandbox.run(hidden_test_job(problem, attempt, config.timeout))
     _judged(problem, attempt, verdict, config.reward, emit)
     return attempt

@@ -70,10 +70,6 @@ def register_engine(kind: EngineKind) -> None:
     ENGINE_KINDS[kind.name] = kind
 
 
-def engine_names() -> tuple[str, ...]:
-    return tuple(ENGINE_KINDS)
-
-
 def rollout_engine_names() -> tuple[str, ...]:
     """The engines that can sample a training's rollouts, and the old names still accepted."""
     return (*(k.name for k in ENGINE_KINDS.values() if k.rollouts), *ROLLOUT_ALIASES)
