@@ -5,9 +5,10 @@ metadata, what the command line, the TUI form and validation need (TRL's way).
 
 From such fields every `coopcode` command builds its options (`config_options`: a command
 declares no flag of its own; shared groups such as the engine's, the model's or the sandbox's
-are config classes of their own, taken by each command that needs them), the TUI builds its forms (`form_options`, `option_args`), and
-`check_options` refuses a bad value with one line naming its flag. Nothing else repeats a
-setting's name, default or help.
+are config classes of their own, taken by each command that needs them), the TUI builds its
+forms (`form_options`, `option_args`), and `check_options` refuses a bad value with one line
+naming its flag. Nothing else repeats a setting's name, default or help (`option_like`
+declares a setting again for another command from the same field).
 
 Metadata an `option` takes besides its default and help:
 - `flags`: the CLI declarations (default `--field-name`); the first is the one messages name.
@@ -18,6 +19,7 @@ Metadata an `option` takes besides its default and help:
   time, so a reward or engine registered after the config class was made is accepted.
 - `at_least`, `above`, `within` (`"(0, 5]"`): the accepted numbers; `why` ends the error line.
 - `label`, `form`: the TUI's short label and the field's position on its form (0: not shown).
+- `hidden`: left out of `--help` (options for demos and tests).
 
 A tuple field (`ks: tuple[int, ...]`) is typed on the command line and in a form as a
 comma-separated list; with `repeat=True` its flag is given once per item instead
