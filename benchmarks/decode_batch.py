@@ -6,7 +6,10 @@ For each batch size B, in one process, interleaved:
 - reference (the ceiling): B rows of one HumanEval prompt prefilled once, then `--steps`
   bare decode forwards of the model over its KV cache (no sampling, no stop checks, no text);
 - ours: the engine sampling B samples of the same prompt (T=0.8, no stop strings) for the
-  same number of tokens: prefill, per-row sampling, stop checks, streaming text.
+  same number of tokens: prefill, per-row sampling, stop checks, streaming text;
+- ours on plain weights: the same, with the batch's forwards on oneDNN over the weights as
+  stored (what the engine did before it measured prepacked weights faster; printed only
+  where it chose them, `coopcode.engines.packed_weights`).
 Prints tokens/s for each and ours/reference: how much of the hardware's decode rate the
 engine delivers at that batch size.
 """
@@ -60,14 +63,25 @@ def main() -> None:
           f"prompt {ids.shape[1]} tokens, {args.steps} decode steps")
     engine.generate([GenerationRequest(prompt, SamplingParams(n=2, max_new_tokens=4))])  # warm-up
 
-    for b in batches:
-        ref = bare_decode_rate(engine.base, ids, b, args.steps)
-        params = SamplingParams(n=b, max_new_tokens=args.steps + 1, temperature=0.8, seed=1)
+    shipped = dict(engine.kernels)
+    print(f"kernels: one token {shipped['one']}, a batch {shipped['many']}")
+
+    def rate(batch: int, kernels: dict[str, str]) -> float:
+        engine.kernels = kernels
+        params = SamplingParams(n=batch, max_new_tokens=args.steps + 1, temperature=0.8, seed=1)
         t0 = time.perf_counter()
         got = engine.generate([GenerationRequest(prompt, params)])[0]
-        ours = sum(c.n_tokens for c in got) / (time.perf_counter() - t0)
-        print(f"batch {b:3d}: reference {ref:7.1f} tok/s   ours {ours:7.1f} tok/s   "
-              f"ours/reference {ours / ref:.2f}")
+        return sum(c.n_tokens for c in got) / (time.perf_counter() - t0)
+
+    for b in batches:
+        ref = bare_decode_rate(engine.base, ids, b, args.steps)
+        ours = rate(b, shipped)
+        line = (f"batch {b:3d}: reference {ref:7.1f} tok/s   ours {ours:7.1f} tok/s   "
+                f"ours/reference {ours / ref:.2f}")
+        if "packed" in shipped.values():
+            plain = rate(b, {k: "onednn" if v == "packed" else v for k, v in shipped.items()})
+            line += f"   ours on plain weights {plain:7.1f} tok/s   packed/plain {ours / plain:.2f}"
+        print(line)
     engine.close()  # its decode thread must leave torch before the interpreter does
 
 

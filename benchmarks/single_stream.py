@@ -8,7 +8,7 @@ one decode step reads give the limit, bandwidth / bytes per token. Then the embe
 decodes one greedy sample of a HumanEval prompt (decode steps only: from its first streamed
 token to its last), interleaved, best of `--runs`, in three ways:
 - as shipped: a one-token forward on the kernels measured fastest for it here
-  (`one_row_kernels`), and idle threads releasing their OpenMP workers (`cpu_threads`);
+  (`choose_kernels`), and idle threads releasing their OpenMP workers (`cpu_threads`);
 - oneDNN kernels for the one-token forward too (before the measurement picked them);
 - idle threads keeping their OpenMP workers (before `cpu_threads.release`).
 With `--adapter DIR` (a PEFT folder, or a checkpoint with `main/`) the sample is drawn
@@ -75,7 +75,7 @@ def main() -> None:
     per_token = bytes_per_token(engine.base)
     limit = bandwidth / per_token
     engine.batcher()  # measures the one-token kernels (or reads what it measured)
-    shipped = engine.one_row
+    shipped = engine.kernels["one"]
     release = cpu_threads.release
     print(f"model {engine.model_name}, {str(engine.dtype).replace('torch.', '')}, "
           f"{torch.get_num_threads()} threads, OpenMP waits: {args.omp}; read bandwidth {bandwidth / 1e9:.1f} GB/s, "
@@ -86,7 +86,7 @@ def main() -> None:
     best: dict[tuple[str, str | None], float] = {}
     for _ in range(args.runs):
         for way, (kernels, rel) in ways.items():
-            engine.one_row = kernels
+            engine.kernels = {**engine.kernels, "one": kernels}
             cpu_threads.release = rel
             for adapter in adapters:
                 torch.ones(1 << 24).sum()  # this thread computes, as a loader or trainer does

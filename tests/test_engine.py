@@ -159,13 +159,15 @@ def test_the_number_format_is_measured_once_per_machine(tmp_path: Path,
     assert done.stdout.strip() == "float32", done.stderr[-2000:]
 
 
-def test_a_one_token_forward_runs_on_the_kernels_measured_fastest_for_it(
+def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
         tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A single row's forward is a matrix-vector product: which kernels do it fastest
-    (oneDNN or torch's own) is timed on the model once and remembered, and only one-token
-    forwards switch; oneDNN is on again after each."""
+    """A single row's forward is a matrix-vector product, a batch's a matrix product: which
+    kernels do each fastest (oneDNN, torch's own, oneDNN on prepacked weights) is timed on
+    the model once and remembered, and each forward switches to its kind's; the process
+    is as it was after each."""
     import torch
 
+    from coopcode.engines import packed_weights
     from coopcode.engines import transformers_engine as te
 
     monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
@@ -173,23 +175,80 @@ def test_a_one_token_forward_runs_on_the_kernels_measured_fastest_for_it(
     try:
         engine.batcher()
         (entry,) = [v for v in json.loads((tmp_path / "cpu-format.json").read_text()).values()
-                    if "one_row" in v]
-        assert entry["one_row"] == min(entry["seconds"], key=entry["seconds"].get) == engine.one_row
-        engine.one_row = "aten"  # as measured on an EPYC with native bf16
-        seen: list[tuple[int, bool]] = []
+                    if "kernels" in v]
+        for kind in ("one", "many"):
+            times = entry["seconds"][kind]
+            assert entry["kernels"][kind] == min(times, key=times.get) == engine.kernels[kind]
+        assert ("packed" in times) == packed_weights.can_pack(torch.bfloat16)
+        assert (engine.packed is not None) == ("packed" in engine.kernels.values())
+        if engine.packed is None and packed_weights.can_pack(torch.bfloat16):
+            engine.packed = packed_weights.PackedWeights(engine.base)
+        many = "packed" if engine.packed is not None else "onednn"
+        engine.kernels = {"one": "aten", "many": many}  # as measured on an EPYC with native bf16
+        seen: list[tuple[int, bool, bool]] = []
         hook = engine.base.register_forward_pre_hook(
-            lambda _m, _a, kw: seen.append((kw["input_ids"].shape[1], torch.backends.mkldnn.enabled)),
+            lambda _m, _a, kw: seen.append((kw["input_ids"].shape[1], torch.backends.mkldnn.enabled,
+                                            getattr(packed_weights._state, "on", False))),
             with_kwargs=True)
         prompt = _prompt(engine)
         greedy = SamplingParams(n=1, max_new_tokens=6, temperature=0.0)
         engine.generate([GenerationRequest(prompt, greedy)])
         engine.generate([GenerationRequest(prompt, greedy.with_(n=2))])  # two rows per step
         hook.remove()
-        assert {tokens == 1 for tokens, _ in seen} == {True, False}
-        assert all(enabled == (tokens > 1) for tokens, enabled in seen), seen
-        assert torch.backends.mkldnn.enabled
+        assert {tokens == 1 for tokens, _, _ in seen} == {True, False}
+        assert all(enabled == (tokens > 1) for tokens, enabled, _ in seen), seen
+        assert all(on == (tokens > 1 and many == "packed") for tokens, _, on in seen), seen
+        assert torch.backends.mkldnn.enabled and not getattr(packed_weights._state, "on", False)
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_prepacked_weights_compute_what_the_plain_ones_do(tiny_model_dir: Path, dtype: str) -> None:
+    """oneDNN's prepacked layout changes where the weights sit, not what is computed: the
+    logits of a forward agree with the plain weights'; outside `active()` (another thread,
+    a trainer's forward with gradients) the layers are plain ones; `remove` undoes it."""
+    import threading
+
+    import torch
+
+    from coopcode.engines import packed_weights
+
+    if not packed_weights.can_pack(getattr(torch, dtype)):
+        pytest.skip(f"oneDNN cannot pack {dtype} weights on this CPU")
+    engine = TransformersEngine(str(tiny_model_dir), dtype=dtype, max_batch=4)
+    ids = torch.tensor([engine.encode(_prompt(engine))])
+    with torch.inference_mode():
+        plain = engine.base(input_ids=ids).logits.float()
+    packed = packed_weights.PackedWeights(engine.base)
+    assert packed.layers and all(type(m) is packed_weights.PackedLinear for m in packed.layers)
+    used: list[bool] = []
+    hook = packed.layers[0].register_forward_hook(
+        lambda m, _a, _o: used.append(getattr(packed_weights._state, "on", False)))
+    with torch.inference_mode():
+        with packed.active():
+            ours = engine.base(input_ids=ids).logits.float()
+            elsewhere: list[object] = []
+            t = threading.Thread(target=lambda: elsewhere.append(engine.base(input_ids=ids).logits))
+            t.start()
+            t.join()
+        one = dict(atol=1e-5, rtol=1e-5) if dtype == "float32" else dict(atol=0.05, rtol=0.02)
+        assert torch.allclose(ours, plain, **one), float((ours - plain).abs().max())
+        assert torch.equal(ours.argmax(-1), plain.argmax(-1))
+        assert torch.equal(elsewhere[0].float(), plain)
+    assert used == [True, False]
+    torch.set_grad_enabled(True)
+    try:
+        x = torch.randn(2, packed.layers[0].in_features, dtype=getattr(torch, dtype), requires_grad=True)
+        packed.layers[0](x).sum().backward()  # the plain product, with its gradient
+        assert x.grad is not None
+    finally:
+        torch.set_grad_enabled(False)
+    hook.remove()
+    packed.remove()
+    assert all(type(m) is torch.nn.Linear and not hasattr(m, "coop_packed")
+               for m in packed_weights.plain_linears(engine.base))
+    engine.close()
 
 
 def test_an_idle_thread_gives_its_cpu_workers_back(tiny_model_dir: Path) -> None:
@@ -294,12 +353,32 @@ def test_batched_greedy_matches_the_model_on_each_prompt_alone(tiny_engine: Tran
     Up to rounding: the batch rounds differently from the lone pass, so where two logits tie
     to within that rounding either is greedy (an exact comparison with `generate` would fail
     on such a near-tie now and then). Teacher forcing checks every step even after one."""
-    import torch
+
+    from coopcode.engines import packed_weights
 
     prompts = [_prompt(tiny_engine), _prompt(tiny_engine, "A much longer and different prompt, "
                                                           "so that the first one is padded.")]
     params = SamplingParams(n=2, max_new_tokens=12, temperature=0.0)
-    ours = tiny_engine.generate([GenerationRequest(p, params) for p in prompts])
+    tiny_engine.batcher()
+    chosen, packed = dict(tiny_engine.kernels), tiny_engine.packed
+    if packed is None and packed_weights.can_pack(tiny_engine.base.dtype):
+        tiny_engine.packed = packed_weights.PackedWeights(tiny_engine.base)
+    ways = ["onednn", "aten"] + (["packed"] if tiny_engine.packed is not None else [])
+    try:
+        for way in ways:  # every kernel the engine may choose, for both kinds of forward
+            tiny_engine.kernels = {"one": way, "many": "aten" if way == "aten" else way}
+            _check_greedy(tiny_engine, prompts, tiny_engine.generate(
+                [GenerationRequest(p, params) for p in prompts]))
+    finally:
+        tiny_engine.kernels = chosen
+        if packed is None and tiny_engine.packed is not None:
+            tiny_engine.packed.remove()
+        tiny_engine.packed = packed
+
+
+def _check_greedy(tiny_engine: TransformersEngine, prompts: list[str], ours: list) -> None:
+    import torch
+
     for prompt, samples in zip(prompts, ours):
         ids = tiny_engine.encode(prompt)
         for c in samples:

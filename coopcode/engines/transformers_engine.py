@@ -14,9 +14,10 @@ flat sequence (`coopcode.engines.flat_step`):
 - a row that has finished (EOS, stop string, budget) leaves at once, freeing its slot;
 - helper, main and bare-base rows share every forward (each token gets its own adapter's
   LoRA delta);
-- a forward of a single token (one stream, as the TUI shows) runs on whichever matrix
-  kernels, oneDNN's or torch's own, were measured fastest for it on this machine and model
-  (`one_row_kernels`), and threads that wait on the decode loop give their CPU workers back
+- a forward of a single token (one stream, as the TUI shows) and a forward of a batch each
+  run on whichever matrix kernels (oneDNN's, torch's own, or oneDNN's on prepacked weights:
+  `coopcode.engines.packed_weights`) were measured fastest for it on this machine and model
+  (`choose_kernels`), and threads that wait on the decode loop give their CPU workers back
   (`coopcode.engines.cpu_threads`).
 
 Each sample draws from its own random generator, seeded from (params.seed, sample index), so
@@ -154,38 +155,55 @@ def measured_cpu_dtype() -> str:
     return choice
 
 
-def one_row_kernels(model: Any, key: str, reps: int = 3) -> str:
-    """Which matrix kernels a forward of a single token runs fastest with here: "onednn"
-    (torch's default on a CPU) or "aten" (torch's own, oneDNN switched off), timed on
-    `model` itself (best of `reps` single-token forwards each) and remembered under `key`.
+def choose_kernels(model: Any, key: str, packed: Any = None, reps: int = 3) -> dict[str, str]:
+    """The matrix kernels of the decode loop's forwards here, per kind of forward: "one"
+    (a single token: one stream) and "many" (a batch), each "onednn" (torch's default on a
+    CPU), "aten" (torch's own, oneDNN switched off; one token only) or "packed" (oneDNN on
+    prepacked weights, `coopcode.engines.packed_weights`, when `packed` holds them). Timed on
+    `model` itself (best of `reps` forwards of 1 and of 32 tokens each) and remembered
+    under `key`.
 
     A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
     with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
     where torch's own kernel took 7.3, and the whole one-token forward 70 against 41 ms,
-    while for 32 rows oneDNN is several times faster (BENCHMARKS.md, "A single stream").
-    So the decode loop picks per forward: these kernels for one token, oneDNN otherwise."""
+    while for 32 rows oneDNN is several times faster (BENCHMARKS.md, "A single stream"); its
+    prepacked weights are faster again for a batch (BENCHMARKS.md, "Prepacked weights")."""
     import torch
 
-    known = _remembered(key)
-    if known.get("one_row") in ("onednn", "aten"):
-        return str(known["one_row"])
+    options = {"one": ["onednn", "aten"], "many": ["onednn"]}
+    if packed is not None:
+        options = {kind: [*ways, "packed"] for kind, ways in options.items()}
+    known = _remembered(key).get("kernels")
+    if isinstance(known, dict) and all(known.get(k) in ways for k, ways in options.items()):
+        return {k: str(known[k]) for k in options}
     if not torch.backends.mkldnn.is_available():
-        return "aten"
-    ids = torch.tensor([[0]], device=model.device)
-    seconds = {}
+        return {"one": "aten", "many": "onednn"}
+    seconds: dict[str, dict[str, float]] = {}
     with torch.inference_mode():
-        for kernels in ("onednn", "aten"):
-            with onednn(kernels == "onednn"):
-                model(input_ids=ids, use_cache=False)  # kernel selection, first touch
-                best = float("inf")
-                for _ in range(reps):
-                    t0 = time.perf_counter()
-                    model(input_ids=ids, use_cache=False)
-                    best = min(best, time.perf_counter() - t0)
-            seconds[kernels] = best
-    choice = min(seconds, key=seconds.__getitem__)
-    _remember(key, {"one_row": choice, "seconds": seconds})
+        for kind, ways in options.items():
+            ids = torch.zeros(1, 1 if kind == "one" else 32, dtype=torch.long, device=model.device)
+            for way in ways:
+                with on_kernels(way, packed):
+                    model(input_ids=ids, use_cache=False)  # kernel selection, first touch
+                    best = float("inf")
+                    for _ in range(reps):
+                        t0 = time.perf_counter()
+                        model(input_ids=ids, use_cache=False)
+                        best = min(best, time.perf_counter() - t0)
+                seconds.setdefault(kind, {})[way] = best
+    choice = {kind: min(times, key=times.__getitem__) for kind, times in seconds.items()}
+    _remember(key, {"kernels": choice, "seconds": seconds})
     return choice
+
+
+def on_kernels(way: str, packed: Any = None) -> Any:
+    """A context in which this thread's matrix products run on `way`'s kernels
+    (`choose_kernels`)."""
+    if way == "aten":
+        return onednn(False)
+    if way == "packed" and packed is not None:
+        return packed.active()
+    return nullcontext()
 
 
 @contextmanager
@@ -289,7 +307,10 @@ class TransformersEngine(Engine):
         self.eos_ids = self._eos_ids()
         self.peft: Any = None  # a PeftModel around `base` once an adapter is loaded
         self._lora: TokenLora | None = None  # its per-token LoRA hooks (the decode loop's)
-        self.one_row = "onednn"  # the kernels of a one-token forward (`one_row_kernels`)
+        # The kernels of the decode loop's forwards of one token and of many (`choose_kernels`),
+        # and the prepacked weights if some of them run on those.
+        self.kernels = {"one": "onednn", "many": "onednn"}
+        self.packed: Any = None
         self._adapters: dict[str, str] = {}
         self._lock = threading.RLock()
         torch.set_grad_enabled(False)
@@ -404,8 +425,13 @@ class TransformersEngine(Engine):
         cache = SlotCache(cfg.num_hidden_layers, heads, head_dim, self.base.dtype, self.device)
         if self.device == "cpu":
             key = f"{_cpu_key()} | {self.model_fingerprint} | {self.base.dtype}"
+            packed = self._packed_weights()
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
-                self.one_row = one_row_kernels(self.base, key)
+                self.kernels = choose_kernels(self.base, key, packed)
+            if packed is not None and "packed" not in self.kernels.values():
+                packed.remove()  # measured slower here: its memory goes back
+                packed = None
+            self.packed = packed
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
@@ -425,8 +451,19 @@ class TransformersEngine(Engine):
                       position_ids=torch.tensor([positions], device=self.device), use_cache=False,
                       logits_to_keep=torch.tensor(keep, dtype=torch.long, device=self.device),
                       coop_step=plan)
-        with onednn(False) if len(tokens) == 1 and self.one_row == "aten" else nullcontext():
+        with on_kernels(self.kernels["one" if len(tokens) == 1 else "many"], self.packed):
             return self._flat_logits(adapters, names, inputs)
+
+    def _packed_weights(self) -> Any:
+        """A prepacked copy of the base's linear weights (`coopcode.engines.packed_weights`),
+        or None where oneDNN cannot pack this format or the copy would not fit easily."""
+        from coopcode.engines import packed_weights
+
+        if self.packed is not None:
+            return self.packed
+        if not packed_weights.can_pack(self.base.dtype) or not packed_weights.fits(self.base):
+            return None
+        return packed_weights.PackedWeights(self.base, rows=self.max_batch)
 
     def _flat_logits(self, adapters: list[str | None], names: set[str], inputs: dict[str, Any]
                      ) -> Any:
@@ -489,6 +526,9 @@ class TransformersEngine(Engine):
         if batcher is not None:
             batcher.close()
         super().close()
+        if self.packed is not None:
+            self.packed.remove()  # a trainer may keep the base: it gets plain layers back
+            self.packed = None
         self.peft = None
         self.base = None  # type: ignore[assignment]
 
