@@ -1,6 +1,6 @@
 """Bench throughput: the scheduler (many problems in flight) vs the ways we ran before.
 
-    .venv/bin/python benchmarks/bench_throughput.py [--part greedy|sampled|both|vllm] [--reps 2]
+    .venv/bin/python benchmarks/bench_throughput.py [--part greedy|sampled|both|vllm|kernels] [--reps 2]
         [--max-new-tokens 384] [--max-batch 64] [--engine transformers|openai --base-url URL]
 
 Same engine, same problems, same seeds, in one process, the two sides interleaved
@@ -15,6 +15,9 @@ sandbox (target under 5% for ours). Both sides execute every program in the sand
 - vllm: the sampled work through the scheduler on `vllm serve` (vLLM's CPU build from
   .venv-vllm, the same model and prompts, the OpenAI-compatible engine) vs on the embedded
   engine, at the same concurrency. Goal: the embedded engine at least as fast.
+- kernels: the same sampled work through the scheduler on the embedded engine, its batch's
+  forwards on the plain weights (what it ran before) vs on the kernels it measured fastest
+  (oneDNN's prepacked weights where it chose them), interleaved, `--reps` times each.
 """
 
 from __future__ import annotations
@@ -133,9 +136,30 @@ def vllm_part(args: Any) -> None:
     print(f"vllm: embedded / vllm serve samples/s: {rate['embedded'] / rate['vllm serve']:.2f}x")
 
 
+def kernels_part(engine: Any, sandbox: Sandbox, reps: int, max_new_tokens: int) -> None:
+    """The bench's kind of work with the batch's forwards on plain weights, then as shipped."""
+    shipped = dict(engine.kernels)
+    plain = {k: "onednn" if v == "packed" else v for k, v in shipped.items()}
+    problems = load_humaneval("test")[:8]
+    params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.8, seed=0)
+    print(f"\n== kernels: 8 problems x n=10, sequential, T=0.8; shipped {shipped}, reference {plain}")
+    ratios = []
+    for rep in range(reps):
+        got = {}
+        for name, kernels in (("plain weights", plain), ("as shipped", shipped)):
+            engine.kernels = kernels
+            got[name] = ours(engine, sandbox, problems, "sequential", 10, params, CONCURRENCY)
+            print(show(f"[{rep + 1}] {name}", got[name]))
+        ratios.append((got["as shipped"]["tokens"] / got["as shipped"]["wall"])
+                      / (got["plain weights"]["tokens"] / got["plain weights"]["wall"]))
+        print(f"[{rep + 1}] ratio tokens/s: {ratios[-1]:.2f}x")
+    engine.kernels = shipped
+    print(f"kernels: ratio per rep {', '.join(f'{r:.2f}x' for r in ratios)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--part", choices=("greedy", "sampled", "both", "vllm"), default="both")
+    ap.add_argument("--part", choices=("greedy", "sampled", "both", "vllm", "kernels"), default="both")
     ap.add_argument("--concurrency", type=int, default=None)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--max-new-tokens", type=int, default=384)
@@ -170,6 +194,8 @@ def main() -> None:
             part("greedy", engine, sb, args.reps, test[:16], "single", 1,
                  SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.0),
                  "concurrency 1")
+        if args.part == "kernels":
+            kernels_part(engine, sb, args.reps, args.max_new_tokens)
         if args.part in ("sampled", "both"):
             part("sampled", engine, sb, args.reps, test[:8], "sequential", 10,
                  SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.8, seed=0),
