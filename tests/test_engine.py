@@ -201,6 +201,23 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
         assert torch.backends.mkldnn.enabled and not getattr(packed_weights._state, "on", False)
     finally:
         engine.close()
+    # What was measured is what the next engine runs, and the packed copy (as much memory as
+    # the weights) is made only if the choice uses it.
+    cache = json.loads((tmp_path / "cpu-format.json").read_text())
+    for remembered in ({"one": "aten", "many": "onednn"}, {"one": "aten", "many": "packed"}):
+        for v in cache.values():
+            if "kernels" in v:
+                v["kernels"] = remembered
+        (tmp_path / "cpu-format.json").write_text(json.dumps(cache))
+        engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
+        try:
+            engine.batcher()
+            packs = remembered["many"] == "packed" and packed_weights.can_pack(torch.bfloat16)
+            assert (engine.packed is not None) == packs
+            kinds = {type(m) for m in engine.base.modules() if isinstance(m, torch.nn.Linear)}
+            assert kinds == {packed_weights.PackedLinear if packs else torch.nn.Linear}
+        finally:
+            engine.close()
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -155,13 +155,15 @@ def measured_cpu_dtype() -> str:
     return choice
 
 
-def choose_kernels(model: Any, key: str, packed: Any = None, reps: int = 3) -> dict[str, str]:
+def choose_kernels(model: Any, key: str, make_packed: Callable[[], Any] | None = None,
+                   reps: int = 3) -> tuple[dict[str, str], Any]:
     """The matrix kernels of the decode loop's forwards here, per kind of forward: "one"
     (a single token: one stream) and "many" (a batch), each "onednn" (torch's default on a
     CPU), "aten" (torch's own, oneDNN switched off; one token only) or "packed" (oneDNN on
-    prepacked weights, `coopcode.engines.packed_weights`, when `packed` holds them). Timed on
-    `model` itself (best of `reps` forwards of 1 and of 32 tokens each) and remembered
-    under `key`.
+    prepacked weights, `coopcode.engines.packed_weights`, made by `make_packed` where they
+    can be). Timed on `model` itself (best of `reps` forwards of 1 and of 32 tokens each)
+    and remembered under `key`. Returns the choice, and the packed weights if it uses them
+    (made only then: they cost as much memory as the weights).
 
     A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
     with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
@@ -171,13 +173,16 @@ def choose_kernels(model: Any, key: str, packed: Any = None, reps: int = 3) -> d
     import torch
 
     options = {"one": ["onednn", "aten"], "many": ["onednn"]}
-    if packed is not None:
+    if make_packed is not None:
         options = {kind: [*ways, "packed"] for kind, ways in options.items()}
     known = _remembered(key).get("kernels")
     if isinstance(known, dict) and all(known.get(k) in ways for k, ways in options.items()):
-        return {k: str(known[k]) for k in options}
+        choice = {k: str(known[k]) for k in options}
+        uses = "packed" in choice.values()
+        return choice, make_packed() if make_packed is not None and uses else None
     if not torch.backends.mkldnn.is_available():
-        return {"one": "aten", "many": "onednn"}
+        return {"one": "aten", "many": "onednn"}, None
+    packed = make_packed() if make_packed is not None else None
     seconds: dict[str, dict[str, float]] = {}
     with torch.inference_mode():
         for kind, ways in options.items():
@@ -193,7 +198,10 @@ def choose_kernels(model: Any, key: str, packed: Any = None, reps: int = 3) -> d
                 seconds.setdefault(kind, {})[way] = best
     choice = {kind: min(times, key=times.__getitem__) for kind, times in seconds.items()}
     _remember(key, {"kernels": choice, "seconds": seconds})
-    return choice
+    if packed is not None and "packed" not in choice.values():
+        packed.remove()  # measured slower here: its memory goes back
+        packed = None
+    return choice, packed
 
 
 def on_kernels(way: str, packed: Any = None) -> Any:
@@ -425,13 +433,11 @@ class TransformersEngine(Engine):
         cache = SlotCache(cfg.num_hidden_layers, heads, head_dim, self.base.dtype, self.device)
         if self.device == "cpu":
             key = f"{_cpu_key()} | {self.model_fingerprint} | {self.base.dtype}"
-            packed = self._packed_weights()
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
-                self.kernels = choose_kernels(self.base, key, packed)
-            if packed is not None and "packed" not in self.kernels.values():
-                packed.remove()  # measured slower here: its memory goes back
-                packed = None
-            self.packed = packed
+                kernels, packed = choose_kernels(self.base, key, self._packer())
+            if self.packed is not None and packed is not self.packed:
+                self.packed.remove()
+            self.kernels, self.packed = kernels, packed
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
@@ -454,16 +460,17 @@ class TransformersEngine(Engine):
         with on_kernels(self.kernels["one" if len(tokens) == 1 else "many"], self.packed):
             return self._flat_logits(adapters, names, inputs)
 
-    def _packed_weights(self) -> Any:
-        """A prepacked copy of the base's linear weights (`coopcode.engines.packed_weights`),
-        or None where oneDNN cannot pack this format or the copy would not fit easily."""
+    def _packer(self) -> Callable[[], Any] | None:
+        """What makes a prepacked copy of the base's linear weights
+        (`coopcode.engines.packed_weights`), or None where oneDNN cannot pack this format or
+        the copy would not fit easily."""
         from coopcode.engines import packed_weights
 
         if self.packed is not None:
-            return self.packed
+            return lambda: self.packed
         if not packed_weights.can_pack(self.base.dtype) or not packed_weights.fits(self.base):
             return None
-        return packed_weights.PackedWeights(self.base, rows=self.max_batch)
+        return lambda: packed_weights.PackedWeights(self.base, rows=self.max_batch)
 
     def _flat_logits(self, adapters: list[str | None], names: set[str], inputs: dict[str, Any]
                      ) -> Any:
