@@ -277,3 +277,24 @@ def test_close_stops_the_generic_batcher_of_a_batch_engine(tiny_model_dir: Path)
     assert [c.finish_reason for c in first.result(5)] == ["cancelled"]
     with pytest.raises(RuntimeError, match="closed"):
         queued.result(5)
+
+
+@pytest.mark.model
+def test_a_program_that_never_closes_the_engine_still_exits_cleanly() -> None:
+    """A script that generates and ends without `close()` must not die at exit: the decode
+    thread is stopped before the interpreter tears torch down (it aborted about one run in
+    two with the embedded 0.5B model, "terminate called without an active exception", exit
+    code 134; the tiny model never showed it)."""
+    import subprocess
+    import sys
+
+    code = ("from coopcode.engines.transformers_engine import TransformersEngine\n"
+            "from coopcode.engines import GenerationRequest, SamplingParams\n"
+            "e = TransformersEngine(None)\n"
+            "e.generate([GenerationRequest('def f():', SamplingParams(n=4, max_new_tokens=8))])\n"
+            "print('done')\n")
+    for _ in range(4):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=300)
+        assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr[-2000:]
+        assert "terminate called" not in done.stderr

@@ -20,8 +20,10 @@ to be evicted. `max_batch=1` generates every sample alone (see `deterministic`).
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -30,6 +32,19 @@ from coopcode.engines import cpu_threads
 from coopcode.engines.base import Completion, Submission, derive_seed
 from coopcode.engines.flat_step import SlotCache, StepPlan
 from coopcode.engines.stops import find_stop, safe_length, stop_search_start
+
+# Decode loops still running. A program may end without closing its engine; its decode thread
+# (a daemon) would then still hold torch's CPU thread pools while the interpreter tears them
+# down, and the process died now and then with "terminate called without an active
+# exception" (exit code 134; about one run in two with the 0.5B model). So every loop still
+# open is stopped, and its thread joined, when the interpreter exits.
+_open_batchers: weakref.WeakSet[ContinuousBatcher] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_batchers() -> None:
+    for batcher in list(_open_batchers):
+        batcher.close()
 
 TOP_K_PREFILTER = 256  # nucleus sampling looks here first; falls back to a full sort if short
 STEP_TOKENS = 256  # tokens in one forward: decode rows first, prompt chunks fill the rest
@@ -225,6 +240,7 @@ class ContinuousBatcher:
         self.trace: list[Forward] | None = None  # a list: each forward is recorded (tests)
         self.thread = threading.Thread(target=self._loop, name="coopcode-decode", daemon=True)
         self.thread.start()
+        _open_batchers.add(self)
 
     def submit(self, subs: list[Submission]) -> None:
         """Queue the rows of these requests together (they may share their first batch)."""
@@ -249,6 +265,7 @@ class ContinuousBatcher:
             self.closed = True
             self.cv.notify()
         self.thread.join(timeout=30)
+        _open_batchers.discard(self)
 
     @property
     def running(self) -> int:
