@@ -138,8 +138,10 @@ def vllm_part(args: Any) -> None:
 
 def kernels_part(engine: Any, sandbox: Sandbox, reps: int, max_new_tokens: int) -> None:
     """The bench's kind of work with the batch's forwards on plain weights, then as shipped."""
+    from coopcode.engines.transformers_engine import without_packing
+
     shipped = dict(engine.kernels)
-    plain = {k: "onednn" if v == "packed" else v for k, v in shipped.items()}
+    plain = without_packing(shipped)
     problems = load_humaneval("test")[:8]
     params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.8, seed=0)
     print(f"\n== kernels: 8 problems x n=10, sequential, T=0.8; shipped {shipped}, reference {plain}")

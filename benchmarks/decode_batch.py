@@ -51,7 +51,7 @@ def main() -> None:
 
     from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.transformers_engine import TransformersEngine, without_packing
     from coopcode.problems import load_humaneval
 
     batches = [int(b) for b in args.batches.split(",")]
@@ -79,7 +79,7 @@ def main() -> None:
         line = (f"batch {b:3d}: reference {ref:7.1f} tok/s   ours {ours:7.1f} tok/s   "
                 f"ours/reference {ours / ref:.2f}")
         if "packed" in shipped.values():
-            plain = rate(b, {k: "onednn" if v == "packed" else v for k, v in shipped.items()})
+            plain = rate(b, without_packing(shipped))
             line += f"   ours on plain weights {plain:7.1f} tok/s   packed/plain {ours / plain:.2f}"
         print(line)
     engine.close()  # its decode thread must leave torch before the interpreter does
