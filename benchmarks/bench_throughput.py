@@ -17,7 +17,7 @@ sandbox (target under 5% for ours). Both sides execute every program in the sand
   engine, at the same concurrency. Goal: the embedded engine at least as fast.
 - kernels: the same sampled work through the scheduler on the embedded engine, its batch's
   forwards on the plain weights (what it ran before) vs on the kernels it measured fastest
-  (oneDNN's prepacked weights where it chose them), interleaved, `--reps` times each.
+  (copies of the weights where it chose them: oneDNN's prepacked ones, a bf16 copy for one token), interleaved, `--reps` times each.
 """
 
 from __future__ import annotations
@@ -138,10 +138,10 @@ def vllm_part(args: Any) -> None:
 
 def kernels_part(engine: Any, sandbox: Sandbox, reps: int, max_new_tokens: int) -> None:
     """The bench's kind of work with the batch's forwards on plain weights, then as shipped."""
-    from coopcode.engines.transformers_engine import without_packing
+    from coopcode.engines.transformers_engine import without_copies
 
     shipped = dict(engine.kernels)
-    plain = without_packing(shipped)
+    plain = without_copies(shipped)
     problems = load_humaneval("test")[:8]
     params = SamplingParams(max_new_tokens=max_new_tokens, temperature=0.8, seed=0)
     print(f"\n== kernels: 8 problems x n=10, sequential, T=0.8; shipped {shipped}, reference {plain}")

@@ -7,9 +7,10 @@ For each batch size B, in one process, interleaved:
   bare decode forwards of the model over its KV cache (no sampling, no stop checks, no text);
 - ours: the engine sampling B samples of the same prompt (T=0.8, no stop strings) for the
   same number of tokens: prefill, per-row sampling, stop checks, streaming text;
-- ours on plain weights: the same, with the batch's forwards on oneDNN over the weights as
-  stored (what the engine did before it measured prepacked weights faster; printed only
-  where it chose them, `coopcode.engines.packed_weights`).
+- ours on plain weights: the same, with the forwards on the weights as stored (what the
+  engine did before it measured copies of them faster: oneDNN for a batch instead of
+  prepacked weights, torch's own kernels for one token instead of a bf16 copy; printed only
+  where it chose a copy, `coopcode.engines.weight_copies`).
 Prints tokens/s for each and ours/reference: how much of the hardware's decode rate the
 engine delivers at that batch size.
 """
@@ -51,7 +52,7 @@ def main() -> None:
 
     from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams
-    from coopcode.engines.transformers_engine import TransformersEngine, without_packing
+    from coopcode.engines.transformers_engine import TransformersEngine, without_copies
     from coopcode.problems import load_humaneval
 
     batches = [int(b) for b in args.batches.split(",")]
@@ -78,9 +79,9 @@ def main() -> None:
         ours = rate(b, shipped)
         line = (f"batch {b:3d}: reference {ref:7.1f} tok/s   ours {ours:7.1f} tok/s   "
                 f"ours/reference {ours / ref:.2f}")
-        if "packed" in shipped.values():
-            plain = rate(b, without_packing(shipped))
-            line += f"   ours on plain weights {plain:7.1f} tok/s   packed/plain {ours / plain:.2f}"
+        if set(shipped.values()) & {"packed", "bf16"}:
+            plain = rate(b, without_copies(shipped))
+            line += f"   ours on plain weights {plain:7.1f} tok/s   copies/plain {ours / plain:.2f}"
         print(line)
     engine.close()  # its decode thread must leave torch before the interpreter does
 

@@ -15,9 +15,9 @@ flat sequence (`coopcode.engines.flat_step`):
 - helper, main and bare-base rows share every forward (each token gets its own adapter's
   LoRA delta);
 - a forward of a single token (one stream, as the TUI shows) and a forward of a batch each
-  run on whichever matrix kernels (oneDNN's, torch's own, or oneDNN's on prepacked weights:
-  `coopcode.engines.packed_weights`) were measured fastest for it on this machine and model
-  (`choose_kernels`), and threads that wait on the decode loop give their CPU workers back
+  run on whichever matrix kernels were measured fastest for it on this machine and model
+  (`choose_kernels`: oneDNN's, torch's own, oneDNN's on prepacked weights, or for one token of
+  an fp32 model a bf16 copy of the weights: `coopcode.engines.weight_copies`), and threads that wait on the decode loop give their CPU workers back
   (`coopcode.engines.cpu_threads`).
 
 Each sample draws from its own random generator, seeded from (params.seed, sample index), so
@@ -35,7 +35,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -155,40 +155,46 @@ def measured_cpu_dtype() -> str:
     return choice
 
 
-def choose_kernels(model: Any, key: str, make_packed: Callable[[], Any] | None = None,
+def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
+                   make_copies: Callable[[set[str]], Any] | None = None,
                    reps: int = 3) -> tuple[dict[str, str], Any]:
     """The matrix kernels of the decode loop's forwards here, per kind of forward: "one"
-    (a single token: one stream) and "many" (a batch), each "onednn" (torch's default on a
-    CPU), "aten" (torch's own, oneDNN switched off; one token only) or "packed" (oneDNN on
-    prepacked weights, `coopcode.engines.packed_weights`, made by `make_packed` where they
-    can be). Timed on `model` itself (best of `reps` forwards of 1 and of 32 tokens each)
-    and remembered under `key`. Returns the choice, and the packed weights if it uses them
-    (made only then: they cost as much memory as the weights).
+    (a single token: one stream) and "many" (a batch), each one of `options[kind]`:
+    "onednn" (torch's default on a CPU), "aten" (torch's own, oneDNN switched off), or one
+    that multiplies by a copy of the weights (`coopcode.engines.weight_copies`, made by
+    `make_copies`): "packed" (oneDNN on prepacked weights) or "bf16" (a bf16 copy of fp32
+    weights on torch's own kernels). Timed on `model` itself (best of `reps` forwards of 1
+    and of 32 tokens each) and remembered under `key`. Returns the choice, and the weight
+    copies it uses (made only then: they cost memory), or None.
 
     A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
     with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
     where torch's own kernel took 7.3, and the whole one-token forward 70 against 41 ms,
     while for 32 rows oneDNN is several times faster (BENCHMARKS.md, "A single stream"); its
-    prepacked weights are faster again for a batch (BENCHMARKS.md, "Prepacked weights")."""
+    prepacked weights are faster again for a batch (BENCHMARKS.md, "Prepacked weights"); held
+    to AVX2, where the model runs in fp32, a bf16 copy reads half the bytes for one row
+    (BENCHMARKS.md, "A single stream on an AVX2-only CPU")."""
     import torch
 
-    options = {"one": ["onednn", "aten"], "many": ["onednn"]}
-    if make_packed is not None:
-        options = {kind: [*ways, "packed"] for kind, ways in options.items()}
+    from coopcode.engines.weight_copies import WAYS
+
+    if make_copies is None:
+        options = {kind: [w for w in ways if w not in WAYS] for kind, ways in options.items()}
     known = _remembered(key).get("kernels")
     if isinstance(known, dict) and all(known.get(k) in ways for k, ways in options.items()):
         choice = {k: str(known[k]) for k in options}
-        uses = "packed" in choice.values()
-        return choice, make_packed() if make_packed is not None and uses else None
+        used = set(choice.values()) & set(WAYS)
+        return choice, make_copies(used) if make_copies is not None and used else None
     if not torch.backends.mkldnn.is_available():
         return {"one": "aten", "many": "onednn"}, None
-    packed = make_packed() if make_packed is not None else None
+    offered = {w for ways in options.values() for w in ways} & set(WAYS)
+    copies = make_copies(offered) if make_copies is not None and offered else None
     seconds: dict[str, dict[str, float]] = {}
     with torch.inference_mode():
         for kind, ways in options.items():
             ids = torch.zeros(1, 1 if kind == "one" else 32, dtype=torch.long, device=model.device)
             for way in ways:
-                with on_kernels(way, packed):
+                with on_kernels(way, copies):
                     model(input_ids=ids, use_cache=False)  # kernel selection, first touch
                     best = float("inf")
                     for _ in range(reps):
@@ -198,26 +204,32 @@ def choose_kernels(model: Any, key: str, make_packed: Callable[[], Any] | None =
                 seconds.setdefault(kind, {})[way] = best
     choice = {kind: min(times, key=times.__getitem__) for kind, times in seconds.items()}
     _remember(key, {"kernels": choice, "seconds": seconds})
-    if packed is not None and "packed" not in choice.values():
-        packed.remove()  # measured slower here: its memory goes back
-        packed = None
-    return choice, packed
+    if copies is not None:
+        copies.keep(set(choice.values()))  # those measured slower here: their memory goes back
+        if not copies.ways:
+            copies.remove()
+            copies = None
+    return choice, copies
 
 
-def on_kernels(way: str, packed: Any = None) -> Any:
+@contextmanager
+def on_kernels(way: str, copies: Any = None) -> Iterator[None]:
     """A context in which this thread's matrix products run on `way`'s kernels
     (`choose_kernels`)."""
-    if way == "aten":
-        return onednn(False)
-    if way == "packed" and packed is not None:
-        return packed.active()
-    return nullcontext()
+    with ExitStack() as stack:
+        if way in ("aten", "bf16"):
+            stack.enter_context(onednn(False))
+        if way in ("packed", "bf16") and copies is not None and way in copies.ways:
+            stack.enter_context(copies.active(way))
+        yield
 
 
-def without_packing(kernels: dict[str, str]) -> dict[str, str]:
-    """`kernels` with oneDNN on the weights as stored wherever they chose prepacked ones (what
-    the engine ran before it measured those: the benchmarks' reference)."""
-    return {kind: "onednn" if way == "packed" else way for kind, way in kernels.items()}
+def without_copies(kernels: dict[str, str]) -> dict[str, str]:
+    """`kernels` on the weights as stored wherever they chose a copy (what the engine ran
+    before it measured those: the benchmarks' reference): oneDNN for prepacked weights,
+    torch's own kernels for a bf16 copy."""
+    plain = {"packed": "onednn", "bf16": "aten"}
+    return {kind: plain.get(way, way) for kind, way in kernels.items()}
 
 
 @contextmanager
@@ -292,6 +304,9 @@ class TransformersEngine(Engine):
         self.model_name = resolved.name
         self.model_fingerprint = resolved.fingerprint
         self.device, self.dtype = pick_device_and_dtype(device, dtype)
+        # A format the user chose is the one every product runs in; a measured one may give
+        # a single row's products a narrower copy of the weights where that measures faster.
+        self.dtype_chosen = dtype is not None
         self.deterministic = deterministic
         self.max_batch = 1 if deterministic else max_batch  # alone: batch-independent arithmetic
         self.kv_cache_gb = kv_cache_gb  # the decode loop admits rows while their cache fits this
@@ -322,9 +337,9 @@ class TransformersEngine(Engine):
         self.peft: Any = None  # a PeftModel around `base` once an adapter is loaded
         self._lora: TokenLora | None = None  # its per-token LoRA hooks (the decode loop's)
         # The kernels of the decode loop's forwards of one token and of many (`choose_kernels`),
-        # and the prepacked weights if some of them run on those.
+        # and the copies of the weights (`weight_copies`) if some of them multiply by those.
         self.kernels = {"one": "onednn", "many": "onednn"}
-        self.packed: Any = None
+        self.copies: Any = None
         self._adapters: dict[str, str] = {}
         self._lock = threading.RLock()
         torch.set_grad_enabled(False)
@@ -438,9 +453,12 @@ class TransformersEngine(Engine):
                              "which the embedded engine's batching needs")
         cache = SlotCache(cfg.num_hidden_layers, heads, head_dim, self.base.dtype, self.device)
         if self.device == "cpu":
+            options = self._kernel_options()
             key = f"{_cpu_key()} | {self.model_fingerprint} | {self.base.dtype}"
+            if "bf16" in options["one"]:
+                key += " | bf16 copy"
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
-                self.kernels, self.packed = choose_kernels(self.base, key, self._packer())
+                self.kernels, self.copies = choose_kernels(self.base, key, options, self._copier(options))
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
@@ -460,18 +478,33 @@ class TransformersEngine(Engine):
                       position_ids=torch.tensor([positions], device=self.device), use_cache=False,
                       logits_to_keep=torch.tensor(keep, dtype=torch.long, device=self.device),
                       coop_step=plan)
-        with on_kernels(self.kernels["one" if len(tokens) == 1 else "many"], self.packed):
+        with on_kernels(self.kernels["one" if len(tokens) == 1 else "many"], self.copies):
             return self._flat_logits(adapters, names, inputs)
 
-    def _packer(self) -> Callable[[], Any] | None:
-        """What makes a prepacked copy of the base's linear weights
-        (`coopcode.engines.packed_weights`), or None where oneDNN cannot pack this format or
-        the copy would not fit easily."""
-        from coopcode.engines import packed_weights
+    def _kernel_options(self) -> dict[str, list[str]]:
+        """The kernels `choose_kernels` may pick from here, per kind of forward: prepacked
+        weights where oneDNN can pack this format, and for one token a bf16 copy where the
+        model runs in a measured fp32 (so not where the user asked for fp32)."""
+        import torch
 
-        if not packed_weights.can_pack(self.base.dtype) or not packed_weights.fits(self.base):
+        from coopcode.engines import weight_copies
+
+        options = {"one": ["onednn", "aten"], "many": ["onednn"]}
+        if weight_copies.can_pack(self.base.dtype):
+            options = {kind: [*ways, "packed"] for kind, ways in options.items()}
+        if self.base.dtype == torch.float32 and not self.dtype_chosen:
+            options["one"].append("bf16")
+        return options
+
+    def _copier(self, options: dict[str, list[str]]) -> Callable[[set[str]], Any] | None:
+        """What makes copies of the base's linear weights (`coopcode.engines.weight_copies`)
+        for a set of ways, or None where those `options` offer would not fit easily."""
+        from coopcode.engines import weight_copies
+
+        offered = {w for ways in options.values() for w in ways} & set(weight_copies.WAYS)
+        if not weight_copies.fits(self.base, offered):
             return None
-        return lambda: packed_weights.PackedWeights(self.base, rows=self.max_batch)
+        return lambda ways: weight_copies.WeightCopies(self.base, ways, rows=self.max_batch)
 
     def _flat_logits(self, adapters: list[str | None], names: set[str], inputs: dict[str, Any]
                      ) -> Any:
@@ -534,9 +567,9 @@ class TransformersEngine(Engine):
         if batcher is not None:
             batcher.close()
         super().close()
-        if self.packed is not None:
-            self.packed.remove()  # a trainer may keep the base: it gets plain layers back
-            self.packed = None
+        if self.copies is not None:
+            self.copies.remove()  # a trainer may keep the base: it gets plain layers back
+            self.copies = None
         self.peft = None
         self.base = None  # type: ignore[assignment]
 
