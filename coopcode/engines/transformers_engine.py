@@ -458,7 +458,7 @@ class TransformersEngine(Engine):
             if "bf16" in options["one"]:
                 key += " | bf16 copy"
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
-                self.kernels, self.copies = choose_kernels(self.base, key, options, self._copier(options))
+                self.kernels, self.copies = choose_kernels(self.base, key, options, self._copier())
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
@@ -484,26 +484,28 @@ class TransformersEngine(Engine):
     def _kernel_options(self) -> dict[str, list[str]]:
         """The kernels `choose_kernels` may pick from here, per kind of forward: prepacked
         weights where oneDNN can pack this format, and for one token a bf16 copy where the
-        model runs in a measured fp32 (so not where the user asked for fp32)."""
+        model runs in a measured fp32 (so not where the user asked for fp32); copies of the
+        weights only as far as they fit easily in memory (prepacked first: a batch's speed is
+        what benches and training wait on)."""
         import torch
 
         from coopcode.engines import weight_copies
 
-        options = {"one": ["onednn", "aten"], "many": ["onednn"]}
+        offered = []
         if weight_copies.can_pack(self.base.dtype):
-            options = {kind: [*ways, "packed"] for kind, ways in options.items()}
+            offered.append("packed")
         if self.base.dtype == torch.float32 and not self.dtype_chosen:
-            options["one"].append("bf16")
-        return options
+            offered.append("bf16")
+        while offered and not weight_copies.fits(self.base, offered):
+            offered.pop()
+        return {"one": ["onednn", "aten", *offered],
+                "many": ["onednn", *(["packed"] if "packed" in offered else [])]}
 
-    def _copier(self, options: dict[str, list[str]]) -> Callable[[set[str]], Any] | None:
+    def _copier(self) -> Callable[[set[str]], Any]:
         """What makes copies of the base's linear weights (`coopcode.engines.weight_copies`)
-        for a set of ways, or None where those `options` offer would not fit easily."""
+        for a set of ways."""
         from coopcode.engines import weight_copies
 
-        offered = {w for ways in options.values() for w in ways} & set(weight_copies.WAYS)
-        if not weight_copies.fits(self.base, offered):
-            return None
         return lambda ways: weight_copies.WeightCopies(self.base, ways, rows=self.max_batch)
 
     def _flat_logits(self, adapters: list[str | None], names: set[str], inputs: dict[str, Any]
