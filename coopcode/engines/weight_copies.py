@@ -84,16 +84,18 @@ def memory_available() -> int:
     return 0
 
 
-def plain_linears(model: Any) -> list[Any]:
-    """The model's plain CPU `nn.Linear` layers outside LoRA (whose weights train)."""
+def plain_linears(model: Any, *, copied: bool = False) -> list[Any]:
+    """The model's plain CPU `nn.Linear` layers outside LoRA (whose weights train); with
+    `copied`, those already turned into `CopiedLinear` too."""
+    kinds = (torch.nn.Linear, CopiedLinear) if copied else (torch.nn.Linear,)
     return [m for name, m in model.named_modules()
-            if type(m) is torch.nn.Linear and "lora_" not in name
+            if type(m) in kinds and "lora_" not in name
             and m.weight.device.type == "cpu" and m.weight.dtype in (torch.bfloat16, torch.float32)]
 
 
 def copy_bytes(model: Any, ways: Iterable[str]) -> int:
     """The memory copies of `ways` of the model's linear weights take."""
-    weights = sum(m.weight.numel() for m in plain_linears(model))
+    weights = sum(m.weight.numel() for m in plain_linears(model, copied=True))
     sizes = {"packed": model.dtype.itemsize, "bf16": 2}
     return sum(weights * sizes[way] for way in ways)
 
