@@ -298,3 +298,48 @@ def test_a_program_that_never_closes_the_engine_still_exits_cleanly() -> None:
                               timeout=300)
         assert (done.returncode, done.stdout.strip()) == (0, "done"), done.stderr[-2000:]
         assert "terminate called" not in done.stderr
+
+
+def test_the_sampler_draws_from_each_rows_nucleus_in_buffers_kept_between_steps() -> None:
+    """`pick_tokens` works in scratch buffers it keeps from step to step (fresh ones cost
+    more than the arithmetic); what it draws is what the plain formula gives each row: the
+    full softmax at the row's temperature, its top-p nucleus, a draw from the row's own
+    generator; greedy rows take the argmax. Checked over steps of different sizes sharing
+    one workspace, rows of mixed settings, and bf16 logits as the model returns them."""
+    import torch
+
+    from coopcode.engines.batching import TOP_K_PREFILTER, Workspace, pick_tokens
+
+    class Settings:
+        def __init__(self, seed: int, temperature: float, top_p: float) -> None:
+            self.temperature, self.top_p = temperature, top_p
+            self.generator = torch.Generator().manual_seed(seed)
+
+    def reference(row: torch.Tensor, s: Settings) -> int:
+        if s.temperature <= 0:
+            return int(row.float().argmax())
+        p = torch.softmax(row.float() / s.temperature, dim=-1)
+        if s.top_p >= 1.0:  # the whole vocabulary, in its own order
+            return int(torch.multinomial(p, 1, generator=s.generator))
+        # The most likely first (topk's order: bf16 logits tie often, and a draw maps its
+        # number to the tokens in this order).
+        idx = torch.topk(row.float() / s.temperature, TOP_K_PREFILTER).indices
+        vals = p[idx]
+        vals = vals * ((torch.cumsum(vals, dim=-1) - vals) < s.top_p)
+        return int(idx[torch.multinomial(vals / vals.sum(), 1, generator=s.generator)])
+
+    gen = torch.Generator().manual_seed(0)
+    work = Workspace()
+    settings = [(0.8, 0.95), (1.0, 0.9), (0.0, 1.0), (0.6, 1.0), (0.8, 0.95)]
+    most_hot = 0
+    for step, rows in enumerate((16, 5, 32, 1, 8)):  # the buffers grow and shrink between steps
+        logits = torch.randn(rows, 5000, generator=gen) * 2
+        logits[:, :40] += 9  # a peaked head, as a model's
+        logits = logits.to(torch.bfloat16)
+        picked_with = [(step * 100 + i, *settings[(step + i) % len(settings)]) for i in range(rows)]
+        ours = pick_tokens(logits, [Settings(*a) for a in picked_with], work)
+        plain = [reference(logits[i], Settings(*a)) for i, a in enumerate(picked_with)]
+        assert ours == plain, step
+        hot = sum(1 for a in picked_with if a[1] > 0)
+        most_hot = max(hot, most_hot)
+    assert work.buffers["scaled"].shape == (most_hot, 5000)  # one buffer for every step

@@ -137,32 +137,64 @@ class Row:
                           token_ids=list(self.ids), seconds=self.seconds)
 
 
-def pick_tokens(logits: Any, rows: list[Row]) -> list[int]:
+class Workspace:
+    """Sampling's scratch memory, kept from one step to the next: a step's distribution work
+    runs over [rows, vocabulary] floats (64 x 151,936 for the 0.5B model, 39 MB), and fresh
+    tensors of that size cost more in page faults than the arithmetic (at 64 rows, 60 ms a
+    step allocating against ~15 ms in buffers kept; BENCHMARKS.md, "Sampling's scratch
+    memory")."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[str, Any] = {}
+
+    def get(self, name: str, rows: int, cols: int) -> Any:
+        """A float32 [rows, cols] view of the buffer `name` (its contents undefined)."""
+        import torch
+
+        buf = self.buffers.get(name)
+        if buf is None or buf.shape[0] < rows or buf.shape[1] != cols:
+            buf = self.buffers[name] = torch.empty(max(rows, 1), cols, dtype=torch.float32)
+        return buf[:rows]
+
+
+def pick_tokens(logits: Any, rows: list[Row], work: Workspace | None = None) -> list[int]:
     """Next token of each row, given their logits [len(rows), V].
 
     The distribution work (temperature, log-normalizer, top-k prefilter, nucleus cut) is
-    done for the whole batch at once; only the draw is per row, from the row's generator.
+    done for the whole batch at once, in `work`'s buffers; only the draw is per row, from the
+    row's generator.
     """
     import torch
 
-    logits = logits.float().cpu()
-    chosen = logits.argmax(dim=-1).tolist()
+    work = work or Workspace()
+    logits = logits.cpu()
     temps = torch.tensor([r.temperature for r in rows], dtype=torch.float32)
     top_ps = torch.tensor([r.top_p for r in rows], dtype=torch.float32)
     hot = (temps > 0).nonzero().flatten()
+    chosen = [0] * len(rows)
+    cold = (temps <= 0).nonzero().flatten()
+    if cold.numel():
+        for i, token in zip(cold.tolist(), logits[cold].argmax(dim=-1).tolist()):
+            chosen[i] = token  # greedy: the argmax (of the model's own format: the same one)
     if hot.numel() == 0:
         return chosen
-    scaled = logits[hot] / temps[hot, None]
-    log_z = torch.logsumexp(scaled, dim=-1, keepdim=True)
-    k = min(TOP_K_PREFILTER, scaled.shape[-1])
+    vocab = logits.shape[-1]
+    scaled = work.get("scaled", hot.numel(), vocab)
+    scaled.copy_(logits if hot.numel() == len(rows) else logits[hot])
+    scaled.div_(temps[hot, None])
+    k = min(TOP_K_PREFILTER, vocab)
     vals, idx = torch.topk(scaled, k, dim=-1)
+    # log Z = max + log sum exp(scaled - max); the max is the top-k's first value.
+    top = vals[:, :1]
+    spread = torch.sub(scaled, top, out=work.get("spread", hot.numel(), vocab))
+    log_z = spread.exp_().sum(dim=-1, keepdim=True).log_().add_(top)
     probs = torch.exp(vals - log_z)
     nucleus = top_ps[hot] < 1.0
     probs_cut = torch.where(nucleus[:, None], _nucleus(probs, top_ps[hot, None]), probs)
     short = nucleus & (probs.sum(dim=-1) < top_ps[hot])
     for j, i in enumerate(hot.tolist()):
         gen = rows[i].generator
-        if not bool(nucleus[j]) and k < scaled.shape[-1]:  # no nucleus: the whole vocabulary
+        if not bool(nucleus[j]) and k < vocab:  # no nucleus: the whole vocabulary
             p = torch.softmax(scaled[j], dim=0)
             chosen[i] = int(torch.multinomial(p, 1, generator=gen))
         elif bool(short[j]):  # rare: a distribution too flat for the prefilter
@@ -173,7 +205,6 @@ def pick_tokens(logits: Any, rows: list[Row]) -> list[int]:
             p = probs_cut[j]
             chosen[i] = int(idx[j, torch.multinomial(p / p.sum(), 1, generator=gen)])
     return chosen
-
 
 
 class Forward(NamedTuple):
@@ -237,6 +268,7 @@ class ContinuousBatcher:
         self.prompt_tokens = 0  # prompt tokens prefilled so far (shared prefills once)
         self.decode_tokens = 0  # tokens fed back to decode so far
         self.reused_tokens = 0  # prompt tokens copied from another slot instead of computed
+        self.work = Workspace()  # sampling's scratch memory (`pick_tokens`)
         self.trace: list[Forward] | None = None  # a list: each forward is recorded (tests)
         self.thread = threading.Thread(target=self._loop, name="coopcode-decode", daemon=True)
         self.thread.start()
@@ -389,7 +421,7 @@ class ContinuousBatcher:
         self.decode_tokens += n_dec
         self.prompt_tokens += len(tokens) - n_dec
         still: list[Row] = []
-        for row, token in zip(self.decoding, pick_tokens(logits[:n_dec], self.decoding)):
+        for row, token in zip(self.decoding, pick_tokens(logits[:n_dec], self.decoding, self.work)):
             self._push(row, token, still)
         for pre, row_logits in zip(ending, logits[n_dec:]):
             self.prefilling.remove(pre)
@@ -397,7 +429,7 @@ class ContinuousBatcher:
                             len(pre.prompt))
             if all(r.slot != pre.slot for r in pre.rows):
                 self.cache.release(pre.slot)  # its row was cancelled
-            picks = pick_tokens(row_logits[None].expand(len(pre.rows), -1), pre.rows)
+            picks = pick_tokens(row_logits[None].expand(len(pre.rows), -1), pre.rows, self.work)
             for row, token in zip(pre.rows, picks):
                 self._push(row, token, still)
         self.decoding = still
