@@ -435,6 +435,7 @@ class ContinuousBatcher:
         self.decoding = still
         if not self.running:
             self.cache.clear()  # nothing in flight: give the memory back
+            self.work.buffers.clear()
 
     def _held_prompts(self) -> list[tuple[int, list[int], str | None, int]]:
         """(slot, prompt, adapter, prompt tokens in the cache) of every slot holding one."""
