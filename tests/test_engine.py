@@ -532,3 +532,36 @@ def _first_stop_only_in_row_0(engine: TransformersEngine, free: list) -> str:
         if ch.strip() and all(t0 < min(tokens_until(c, ch), c.n_tokens) for c in free[1:]):
             return ch
     raise AssertionError("no character sample 0 produces first: pick another seed")
+
+
+def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
+        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Copies cost memory (prepacked: the weights again; bf16 of fp32: half): the engine
+    offers them only while they fit in half of what the kernel says is available, prepacked
+    ones first (a batch's speed is what benches and training wait on)."""
+    import torch
+
+    from coopcode.engines import transformers_engine as te
+    from coopcode.engines import weight_copies
+
+    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
+    (tmp_path / "cpu-format.json").write_text(json.dumps({te._cpu_key(): {"dtype": "float32"}}))
+    engine = TransformersEngine(str(tiny_model_dir), max_batch=4)  # fp32, measured
+    try:
+        packed = weight_copies.copy_bytes(engine.base, ["packed"])
+        bf16 = weight_copies.copy_bytes(engine.base, ["bf16"])
+        assert packed == 2 * bf16 > 0
+        packs = weight_copies.can_pack(torch.float32)
+        first = packed if packs else 0  # what the prepacked copy takes where it can be made
+        cases = [(10 * (first + bf16), {"packed", "bf16"}), (2 * (first + bf16), {"packed", "bf16"}),
+                 (2 * (first + bf16) - 2, {"packed"} if packs else set())]
+        if packs:
+            cases.append((2 * packed - 2, set()))
+        for available, ways in cases:
+            monkeypatch.setattr(weight_copies, "memory_available", lambda a=available: a)
+            ways = ways if packs else ways - {"packed"}
+            options = engine._kernel_options()
+            assert set(options["one"]) - {"onednn", "aten"} == ways, (available, options)
+            assert set(options["many"]) - {"onednn"} == ways & {"packed"}
+    finally:
+        engine.close()
