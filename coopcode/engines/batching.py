@@ -153,7 +153,7 @@ class Workspace:
 
         buf = self.buffers.get(name)
         if buf is None or buf.shape[0] < rows or buf.shape[1] != cols:
-            buf = self.buffers[name] = torch.empty(max(rows, 1), cols, dtype=torch.float32)
+            buf = self.buffers[name] = torch.empty(rows, cols, dtype=torch.float32)
         return buf[:rows]
 
 

@@ -17,8 +17,8 @@ flat sequence (`coopcode.engines.flat_step`):
 - a forward of a single token (one stream, as the TUI shows) and a forward of a batch each
   run on whichever matrix kernels were measured fastest for it on this machine and model
   (`choose_kernels`: oneDNN's, torch's own, oneDNN's on prepacked weights, or for one token of
-  an fp32 model a bf16 copy of the weights: `coopcode.engines.weight_copies`), and threads that wait on the decode loop give their CPU workers back
-  (`coopcode.engines.cpu_threads`).
+  an fp32 model a bf16 copy of the weights: `coopcode.engines.weight_copies`), and threads
+  that wait on the decode loop give their CPU workers back (`coopcode.engines.cpu_threads`).
 
 Each sample draws from its own random generator, seeded from (params.seed, sample index), so
 its random draws do not depend on which batch it landed in. Its *arithmetic* does: matrix
@@ -156,8 +156,7 @@ def measured_cpu_dtype() -> str:
 
 
 def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
-                   make_copies: Callable[[set[str]], Any] | None = None,
-                   reps: int = 3) -> tuple[dict[str, str], Any]:
+                   make_copies: Callable[[set[str]], Any], reps: int = 3) -> tuple[dict[str, str], Any]:
     """The matrix kernels of the decode loop's forwards here, per kind of forward: "one"
     (a single token: one stream) and "many" (a batch), each one of `options[kind]`:
     "onednn" (torch's default on a CPU), "aten" (torch's own, oneDNN switched off), or one
@@ -178,17 +177,15 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
 
     from coopcode.engines.weight_copies import WAYS
 
-    if make_copies is None:
-        options = {kind: [w for w in ways if w not in WAYS] for kind, ways in options.items()}
     known = _remembered(key).get("kernels")
     if isinstance(known, dict) and all(known.get(k) in ways for k, ways in options.items()):
         choice = {k: str(known[k]) for k in options}
         used = set(choice.values()) & set(WAYS)
-        return choice, make_copies(used) if make_copies is not None and used else None
+        return choice, make_copies(used) if used else None
     if not torch.backends.mkldnn.is_available():
         return {"one": "aten", "many": "onednn"}, None
     offered = {w for ways in options.values() for w in ways} & set(WAYS)
-    copies = make_copies(offered) if make_copies is not None and offered else None
+    copies = make_copies(offered) if offered else None
     seconds: dict[str, dict[str, float]] = {}
     with torch.inference_mode():
         for kind, ways in options.items():

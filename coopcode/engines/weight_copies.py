@@ -112,9 +112,8 @@ class WeightCopies:
     def __init__(self, model: Any, ways: Iterable[str], rows: int = 64) -> None:
         self.layers = plain_linears(model)
         self.ways: set[str] = set()
-        with torch.inference_mode():
-            for m in self.layers:
-                m.__class__ = CopiedLinear
+        for m in self.layers:
+            m.__class__ = CopiedLinear
         self.add(ways, rows)
 
     def add(self, ways: Iterable[str], rows: int = 64) -> None:
