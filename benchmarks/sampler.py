@@ -12,9 +12,10 @@ noise, the 0.5B model's vocabulary) and the same per-row settings (T=0.8, top-p 
   in buffers kept from step to step; the log-normalizer from the top-k's max).
 Prints ms per step for each, the ratio, and whether both drew the same tokens.
 
-Then, with `--engine-steps N` (> 0), the embedded engine (the 0.5B model) samples `rows`
+Then each step of the distribution work alone at the largest row count, on fresh tensors and
+in a kept buffer (where the time went). Then, with `--engine-steps N` (> 0), the embedded engine (the 0.5B model) samples `rows`
 samples of a HumanEval prompt for N tokens with each sampler in turn, interleaved, best of 3:
-what the sampler is worth to a whole decode step.
+what the sampler is worth to a whole decode step, and the share of the time spent sampling.
 """
 
 from __future__ import annotations
@@ -87,8 +88,36 @@ def main() -> None:
         print(f"rows {rows:3d}   reference {best['reference'] * 1e3:7.2f} ms   ours "
               f"{best['ours'] * 1e3:7.2f} ms   ours {best['reference'] / best['ours']:.2f}x faster   "
               f"same tokens: {same}")
+    ops_breakdown(max(int(r) for r in args.rows.split(",")), args.vocab, args.reps)
     if args.engine_steps > 0:
         engine_rates([int(r) for r in args.rows.split(",")], args.engine_steps)
+
+
+def ops_breakdown(rows: int, vocab: int, reps: int) -> None:
+    """Each step of the distribution work alone, on fresh tensors and in a kept buffer."""
+    import torch
+
+    logits = torch.randn(rows, vocab).to(torch.bfloat16)
+    x = logits.float()
+    top = x.max(dim=-1, keepdim=True).values
+    buf = torch.empty_like(x)
+    ops = {"float32 copy of the logits, fresh": lambda: logits.float(),
+           "float32 copy of the logits, into a kept buffer": lambda: buf.copy_(logits),
+           "temperature division, fresh": lambda: x / 0.8,
+           "argmax over every row": lambda: x.argmax(dim=-1),
+           "torch.logsumexp, fresh": lambda: torch.logsumexp(x, dim=-1),
+           "exp(x - max) summed, fresh": lambda: (x - top).exp_().sum(dim=-1),
+           "exp(x - max) summed, in a kept buffer": lambda: torch.sub(x, top, out=buf).exp_().sum(-1),
+           "torch.topk 256": lambda: torch.topk(x, TOP_K_PREFILTER, dim=-1)}
+    print(f"\nthe distribution work's steps at {rows} rows, ms, best of {reps}:")
+    for name, op in ops.items():
+        op()
+        best = float("inf")
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            op()
+            best = min(best, time.perf_counter() - t0)
+        print(f"  {name:48s} {best * 1e3:7.2f}")
 
 
 def engine_rates(batches: list[int], steps: int) -> None:
@@ -105,19 +134,34 @@ def engine_rates(batches: list[int], steps: int) -> None:
     ours = batching.pick_tokens
     print(f"\nthe engine ({engine.model_name}, {str(engine.dtype).replace('torch.', '')}), "
           f"{steps} tokens a sample, T=0.8; tokens/s, best of 3")
+    samplers = {"reference": lambda logits, rows, _work=None: fresh_tensors(logits, rows),
+                "ours": ours}
     for batch in batches:
         best = {"reference": 0.0, "ours": 0.0}
+        share = {"reference": 0.0, "ours": 0.0}  # of the best run's wall time, in sampling
         for _ in range(3):
             for name in best:
-                batching.pick_tokens = (ours if name == "ours"
-                                        else lambda logits, rows, _work=None: fresh_tensors(logits, rows))
+                inside = [0.0]
+
+                def timed(*a: Any, _f: Any = samplers[name], _in: list[float] = inside) -> Any:
+                    t = time.perf_counter()
+                    try:
+                        return _f(*a)
+                    finally:
+                        _in[0] += time.perf_counter() - t
+
+                batching.pick_tokens = timed
                 params = SamplingParams(n=batch, max_new_tokens=steps, temperature=0.8, seed=1)
                 t0 = time.perf_counter()
                 got = engine.generate([GenerationRequest(prompt, params)])[0]
-                best[name] = max(best[name], sum(c.n_tokens for c in got) / (time.perf_counter() - t0))
+                wall = time.perf_counter() - t0
+                rate = sum(c.n_tokens for c in got) / wall
+                if rate > best[name]:
+                    best[name], share[name] = rate, inside[0] / wall
         batching.pick_tokens = ours
-        print(f"rows {batch:3d}   reference sampler {best['reference']:7.1f} tok/s   ours "
-              f"{best['ours']:7.1f} tok/s   ours {best['ours'] / best['reference']:.2f}x")
+        print(f"rows {batch:3d}   reference sampler {best['reference']:7.1f} tok/s "
+              f"({share['reference']:.0%} of it sampling)   ours {best['ours']:7.1f} tok/s "
+              f"({share['ours']:.0%})   ours {best['ours'] / best['reference']:.2f}x")
     engine.close()
 
 

@@ -140,8 +140,8 @@ class Row:
 class Workspace:
     """Sampling's scratch memory, kept from one step to the next: a step's distribution work
     runs over [rows, vocabulary] floats (64 x 151,936 for the 0.5B model, 39 MB), and fresh
-    tensors of that size cost more in page faults than the arithmetic (at 64 rows, 60 ms a
-    step allocating against ~15 ms in buffers kept; BENCHMARKS.md, "Sampling's scratch
+    tensors of that size cost more in page faults than the arithmetic (at 64 rows, 65-74 ms a
+    step allocating against 23 ms in buffers kept; BENCHMARKS.md, "Sampling's scratch
     memory")."""
 
     def __init__(self) -> None:
