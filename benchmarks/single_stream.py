@@ -11,9 +11,11 @@ token to its last), interleaved, best of `--runs`, in these ways:
   (`choose_kernels`), and idle threads releasing their OpenMP workers (`cpu_threads`);
 - each other kernel the engine may choose for a one-token forward here (oneDNN, torch's
   own, oneDNN on prepacked weights, a bf16 copy of an fp32 model's weights:
-  `coopcode.engines.weight_copies`);
+  `coopcode.engines.weight_copies`; the fused step, `coopcode.engines.fused_decode`, whose
+  rows under an adapter run the fastest other kernel);
 - idle threads keeping their OpenMP workers (before `cpu_threads.release`).
-Each way's limit is that of the weights it reads (a bf16 copy reads half of fp32's bytes).
+Each way's limit is that of the weights it reads (a bf16 copy reads half of fp32's bytes,
+and so does the fused step of an fp32 model).
 With `--adapter DIR` (a PEFT folder, or a checkpoint with `main/`) the sample is drawn
 under that adapter as well (each token then also pays its LoRA products).
 
@@ -107,12 +109,16 @@ def main() -> None:
     ways = {"as shipped": (shipped, release)}
     ways.update({f"{w} kernels for one token": (w, release) for w in offered if w != shipped})
     ways["idle threads keep their workers"] = (shipped, lambda: False)
-    limits = {way: bandwidth / (per_token // 2 if kernels == "bf16" else per_token)
+    def reads_bf16_copy(kernels: str) -> bool:  # of an fp32 model's weights: half the bytes
+        return kernels == "bf16" or (kernels == "fused" and engine.dtype == torch.float32)
+
+    limits = {way: bandwidth / (per_token // 2 if reads_bf16_copy(kernels) else per_token)
               for way, (kernels, _) in ways.items()}
+    fallback = engine.kernels.get("one adapter", shipped)  # adapter rows where "fused" runs
     best: dict[tuple[str, str | None], float] = {}
     for _ in range(args.runs):
         for way, (kernels, rel) in ways.items():
-            engine.kernels = {**engine.kernels, "one": kernels}
+            engine.kernels = {**engine.kernels, "one": kernels, "one adapter": fallback}
             cpu_threads.release = rel
             for adapter in adapters:
                 torch.ones(1 << 24).sum()  # this thread computes, as a loader or trainer does

@@ -181,9 +181,14 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
             assert entry["kernels"][kind] == min(times, key=times.get) == engine.kernels[kind]
         assert ("packed" in times) == weight_copies.can_pack(torch.bfloat16)
         assert "bf16" not in entry["seconds"]["one"]  # the model is bf16 already
-        assert (engine.copies is not None) == ("packed" in engine.kernels.values())
-        if engine.copies is None and weight_copies.can_pack(torch.bfloat16):
-            engine.copies = weight_copies.WeightCopies(engine.base, {"packed"})
+        assert (engine.copies is not None) == bool({"packed", "fused"} & set(engine.kernels.values()))
+        if engine.kernels["one"] == "fused":  # the compiled step: tests/test_fused_decode.py
+            assert engine.kernels["one adapter"] == min(
+                (w for w in entry["seconds"]["one"] if w != "fused"), key=entry["seconds"]["one"].get)
+        if weight_copies.can_pack(torch.bfloat16):
+            if engine.copies is None:
+                engine.copies = weight_copies.WeightCopies(engine.base, {"packed"})
+            engine.copies.add({"packed"})
         many = "packed" if engine.copies is not None else "onednn"
         engine.kernels = {"one": "aten", "many": many}  # as measured on an EPYC with native bf16
         seen: list[tuple[int, bool, object]] = []
@@ -241,7 +246,7 @@ def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
         engine.batcher()
         cache = json.loads((tmp_path / "cpu-format.json").read_text())
         (key, entry), = [(k, v) for k, v in cache.items() if "kernels" in v]
-        assert key.endswith("| bf16 copy") and "bf16" in entry["seconds"]["one"]
+        assert "| bf16 copy" in key and "bf16" in entry["seconds"]["one"]
         assert "bf16" not in entry["seconds"]["many"]
         assert (engine.copies is not None and "bf16" in engine.copies.ways) == (
             engine.kernels["one"] == "bf16")
@@ -280,7 +285,8 @@ def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
     engine = TransformersEngine(str(tiny_model_dir), dtype="float32", max_batch=4)
     try:
         engine.batcher()
-        assert engine.kernels["one"] != "bf16" and (engine.copies is None or "bf16" not in engine.copies.ways)
+        assert engine.kernels["one"] not in ("bf16", "fused")
+        assert engine.copies is None or not engine.copies.ways & {"bf16", "fused"}
         assert all(m.coop_bf16 is None for m in engine.base.modules()
                    if isinstance(m, weight_copies.CopiedLinear))
     finally:
@@ -541,8 +547,8 @@ def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
     ones first (a batch's speed is what benches and training wait on)."""
     import torch
 
+    from coopcode.engines import fused_decode, weight_copies
     from coopcode.engines import transformers_engine as te
-    from coopcode.engines import weight_copies
 
     monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
     (tmp_path / "cpu-format.json").write_text(json.dumps({te._cpu_key(): {"dtype": "float32"}}))
@@ -553,7 +559,9 @@ def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
         assert packed == 2 * bf16 > 0
         packs = weight_copies.can_pack(torch.float32)
         first = packed if packs else 0  # what the prepacked copy takes where it can be made
-        cases = [(10 * (first + bf16), {"packed", "bf16"}), (2 * (first + bf16), {"packed", "bf16"}),
+        # The fused step (where it runs here) shares the bf16 copy: offered with it.
+        both = {"packed", "bf16"} | ({"fused"} if fused_decode.unsupported(engine.base) is None else set())
+        cases = [(10 * (first + bf16), both), (2 * (first + bf16), both),
                  (2 * (first + bf16) - 2, {"packed"} if packs else set())]
         if packs:
             cases.append((2 * packed - 2, set()))

@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -162,9 +163,11 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
     "onednn" (torch's default on a CPU), "aten" (torch's own, oneDNN switched off), or one
     that multiplies by a copy of the weights (`coopcode.engines.weight_copies`, made by
     `make_copies`): "packed" (oneDNN on prepacked weights) or "bf16" (a bf16 copy of fp32
-    weights on torch's own kernels). Timed on `model` itself (best of `reps` forwards of 1
-    and of 32 tokens each) and remembered under `key`. Returns the choice, and the weight
-    copies it uses (made only then: they cost memory), or None.
+    weights on torch's own kernels); or, for one token, "fused" (the whole step in one
+    compiled call, `coopcode.engines.fused_decode`; rows under a LoRA adapter then run
+    `choice["one adapter"]`, the fastest of the others). Timed on `model` itself (best of
+    `reps` forwards of 1 and of 32 tokens each) and remembered under `key`. Returns the
+    choice, and the weight copies it uses (made only then: they cost memory), or None.
 
     A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
     with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
@@ -180,8 +183,14 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
     known = _remembered(key).get("kernels")
     if isinstance(known, dict) and all(known.get(k) in ways for k, ways in options.items()):
         choice = {k: str(known[k]) for k in options}
-        used = set(choice.values()) & set(WAYS)
-        return choice, make_copies(used) if used else None
+        if choice.get("one") == "fused":
+            if known.get("one adapter") not in options["one"]:
+                known = None  # remembered before the fallback was: measure again
+            else:
+                choice["one adapter"] = str(known["one adapter"])
+        if known is not None:
+            used = set(choice.values()) & set(WAYS)
+            return choice, make_copies(used) if used else None
     if not torch.backends.mkldnn.is_available():
         return {"one": "aten", "many": "onednn"}, None
     offered = {w for ways in options.values() for w in ways} & set(WAYS)
@@ -191,15 +200,22 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
         for kind, ways in options.items():
             ids = torch.zeros(1, 1 if kind == "one" else 32, dtype=torch.long, device=model.device)
             for way in ways:
+                if way in WAYS and (copies is None or way not in copies.ways):
+                    continue  # a copy that could not be made here
+                forward = (copies.fused.scratch_step if way == "fused" and copies is not None
+                           else partial(model, input_ids=ids, use_cache=False))
                 with on_kernels(way, copies):
-                    model(input_ids=ids, use_cache=False)  # kernel selection, first touch
+                    forward()  # kernel selection, first touch
                     best = float("inf")
                     for _ in range(reps):
                         t0 = time.perf_counter()
-                        model(input_ids=ids, use_cache=False)
+                        forward()
                         best = min(best, time.perf_counter() - t0)
                 seconds.setdefault(kind, {})[way] = best
     choice = {kind: min(times, key=times.__getitem__) for kind, times in seconds.items()}
+    if choice.get("one") == "fused":  # rows under a LoRA adapter run the fastest other kernel
+        others = {w: t for w, t in seconds["one"].items() if w != "fused"}
+        choice["one adapter"] = min(others, key=others.__getitem__)
     _remember(key, {"kernels": choice, "seconds": seconds})
     if copies is not None:
         copies.keep(set(choice.values()))  # those measured slower here: their memory goes back
@@ -452,8 +468,9 @@ class TransformersEngine(Engine):
         if self.device == "cpu":
             options = self._kernel_options()
             key = f"{_cpu_key()} | {self.model_fingerprint} | {self.base.dtype}"
-            if "bf16" in options["one"]:
-                key += " | bf16 copy"
+            for way, mark in (("bf16", " | bf16 copy"), ("fused", " | fused")):
+                if way in options["one"]:
+                    key += mark
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
                 self.kernels, self.copies = choose_kernels(self.base, key, options, self._copier())
         return ContinuousBatcher(
@@ -471,26 +488,39 @@ class TransformersEngine(Engine):
         for name in names:
             if name not in self._adapters:
                 raise ModelError(f"adapter {name!r} is not loaded")
+        kernel = self.kernels["one" if len(tokens) == 1 else "many"]
+        if kernel == "fused":
+            fused = self.copies.fused if self.copies is not None else None
+            if fused is not None and adapters[0] is None:
+                slot = plan.decode_slots[0] if plan.decode_slots else plan.chunks[0][0]
+                logits = fused.step(tokens[0], positions[0], slot, plan.cache.k, plan.cache.v)
+                return logits if keep else logits[:0]
+            kernel = self.kernels["one adapter"]
         inputs = dict(input_ids=torch.tensor([tokens], device=self.device),
                       position_ids=torch.tensor([positions], device=self.device), use_cache=False,
                       logits_to_keep=torch.tensor(keep, dtype=torch.long, device=self.device),
                       coop_step=plan)
-        with on_kernels(self.kernels["one" if len(tokens) == 1 else "many"], self.copies):
+        with on_kernels(kernel, self.copies):
             return self._flat_logits(adapters, names, inputs)
 
     def _kernel_options(self) -> dict[str, list[str]]:
         """The kernels `choose_kernels` may pick from here, per kind of forward: prepacked
-        weights where oneDNN can pack this format, and for one token a bf16 copy where the
-        model runs in a measured fp32 (so not where the user asked for fp32); copies of the
-        weights only as far as they fit easily in memory (prepacked first: a batch's speed is
-        what benches and training wait on)."""
+        weights where oneDNN can pack this format; for one token the fused step where it runs
+        this model, and a bf16 copy where the model runs in a measured fp32 (neither where the
+        user asked for fp32: both multiply by bf16 weights); copies of the weights only as far
+        as they fit easily in memory (prepacked first: a batch's speed is what benches and
+        training wait on)."""
         import torch
 
         from coopcode.engines import weight_copies
+        from coopcode.engines.fused_decode import unsupported
 
         offered = []
         if weight_copies.can_pack(self.base.dtype):
             offered.append("packed")
+        bf16_ok = self.base.dtype == torch.bfloat16 or not self.dtype_chosen
+        if unsupported(self.base) is None and bf16_ok:
+            offered.append("fused")
         if self.base.dtype == torch.float32 and not self.dtype_chosen:
             offered.append("bf16")
         while offered and not weight_copies.fits(self.base, offered):

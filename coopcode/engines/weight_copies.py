@@ -19,6 +19,10 @@ train):
   fp32 (norms, attention, the KV cache): only the product's inputs are rounded to bf16, with
   fp32 accumulation. The 0.5B model's weights are published in bf16, so its copy is exact.
 
+A third way, **"fused"**, is not a copy of each layer but the whole one-token step in one
+compiled call (`coopcode.engines.fused_decode`): it multiplies by a bf16 model's weights as
+they are, and by the bf16 copy of an fp32 model's (made for it if not made already).
+
 `WeightCopies(model, ways)` makes the copies and turns the layers into `CopiedLinear`, which
 multiplies by a copy only inside `active(way)` on the thread that entered it: the engine's
 decode loop. Every other forward (a trainer's, with gradients; a forward in another thread)
@@ -39,7 +43,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-WAYS = ("packed", "bf16")
+WAYS = ("packed", "bf16", "fused")
 _state = threading.local()  # .way: the copy this thread's forwards multiply by (None: plain)
 
 
@@ -94,8 +98,14 @@ def plain_linears(model: Any, *, copied: bool = False) -> list[Any]:
 
 
 def copy_bytes(model: Any, ways: Iterable[str]) -> int:
-    """The memory copies of `ways` of the model's linear weights take."""
+    """The memory copies of `ways` of the model's linear weights take (the fused kernel
+    shares the bf16 copy of an fp32 model, and uses a bf16 model's weights as they are)."""
     weights = sum(m.weight.numel() for m in plain_linears(model, copied=True))
+    ways = set(ways)
+    if "fused" in ways:
+        ways.discard("fused")
+        if model.dtype != torch.bfloat16:
+            ways.add("bf16")
     sizes = {"packed": model.dtype.itemsize, "bf16": 2}
     return sum(weights * sizes[way] for way in ways)
 
@@ -110,8 +120,11 @@ class WeightCopies:
     `rows` rows a product)."""
 
     def __init__(self, model: Any, ways: Iterable[str], rows: int = 64) -> None:
+        self.model = model
         self.layers = plain_linears(model)
         self.ways: set[str] = set()
+        self.fused: Any = None  # the fused one-token forward (coopcode.engines.fused_decode)
+        self.unavailable: dict[str, str] = {}  # a way that could not be made: why
         for m in self.layers:
             m.__class__ = CopiedLinear
         self.add(ways, rows)
@@ -130,6 +143,14 @@ class WeightCopies:
                 if "bf16" in new:
                     m.coop_bf16 = w.to(torch.bfloat16)
                     m.coop_bf16_bias = None if m.bias is None else m.bias.detach().to(torch.bfloat16)
+            if "fused" in new:
+                from coopcode.engines.fused_decode import FusedDecoder
+
+                try:  # shares the bf16 copy where one was made
+                    self.fused = FusedDecoder(self.model, bf16_copy=lambda m: getattr(m, "coop_bf16", None))
+                except RuntimeError as exc:
+                    self.unavailable["fused"] = str(exc)
+                    new.remove("fused")
         self.ways.update(new)
 
     @staticmethod
@@ -151,6 +172,8 @@ class WeightCopies:
                 m.coop_packed = None
             if "bf16" in drop:
                 m.coop_bf16 = m.coop_bf16_bias = None
+        if "fused" in drop:
+            self.fused = None
         self.ways -= drop
 
     def remove(self) -> None:

@@ -1,0 +1,456 @@
+// One decode step of a Qwen2/Llama-style model for a single row, in one call: every layer's
+// norms, products, rotary, attention over the row's slot of the KV cache and the MLP, then
+// the vocabulary head. See fused_decode.py for why and where it is used.
+//
+// One OpenMP team for the whole token: the threads split each product's output rows and
+// meet at spinning barriers between the phases of a layer (5 per layer), so no worker falls
+// asleep and wakes again between the ~170 small operations an eager forward runs. Each
+// thread keeps its own copy of the residual stream and recomputes the (tiny) norms itself,
+// which saves barriers. Weights are bf16; every product's input is rounded to bf16 (as in a
+// bf16 model, and as the engine's bf16 copy of an fp32 model does) and accumulates in fp32.
+// Kernels: avx512_bf16 (dot products of bf16 pairs), AVX-512, AVX2+FMA, chosen by the caller.
+#include <torch/extension.h>
+
+#include <immintrin.h>
+#include <omp.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using bf16 = uint16_t;
+
+inline float from_bf16(bf16 h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline bf16 to_bf16(float f) {  // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<bf16>((u >> 16) | 0x40);  // NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<bf16>(u >> 16);
+}
+
+// ---- y[r] = W[r] . x for rows [r0, r1) of a bf16 matrix with n columns --------------------
+// x: the input rounded to bf16, as bf16 (xb) and as float (xf).
+
+float dot_tail(const bf16* w, const float* xf, int64_t i, int64_t n) {
+  float s = 0.f;
+  for (; i < n; ++i) s += from_bf16(w[i]) * xf[i];
+  return s;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512bf16")))
+void rows_avx512bf16(const bf16* W, const bf16* xb, const float* xf, float* y, int64_t r0,
+                     int64_t r1, int64_t n) {
+  const int64_t nv = n / 32 * 32;
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    const bf16* w0 = W + r * n;
+    const bf16* w1 = w0 + n;
+    const bf16* w2 = w1 + n;
+    const bf16* w3 = w2 + n;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < nv; i += 32) {
+      __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + i);
+      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w0 + i), xv);
+      a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(w1 + i), xv);
+      a2 = _mm512_dpbf16_ps(a2, (__m512bh)_mm512_loadu_si512(w2 + i), xv);
+      a3 = _mm512_dpbf16_ps(a3, (__m512bh)_mm512_loadu_si512(w3 + i), xv);
+    }
+    y[r] = _mm512_reduce_add_ps(a0) + dot_tail(w0, xf, nv, n);
+    y[r + 1] = _mm512_reduce_add_ps(a1) + dot_tail(w1, xf, nv, n);
+    y[r + 2] = _mm512_reduce_add_ps(a2) + dot_tail(w2, xf, nv, n);
+    y[r + 3] = _mm512_reduce_add_ps(a3) + dot_tail(w3, xf, nv, n);
+  }
+  for (; r < r1; ++r) {
+    const bf16* w0 = W + r * n;
+    __m512 a0 = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nv; i += 32)
+      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w0 + i),
+                            (__m512bh)_mm512_loadu_si512(xb + i));
+    y[r] = _mm512_reduce_add_ps(a0) + dot_tail(w0, xf, nv, n);
+  }
+}
+
+__attribute__((target("avx512f,avx512bw")))
+inline __m512 load16_avx512(const bf16* p) {
+  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+__attribute__((target("avx512f,avx512bw")))
+void rows_avx512(const bf16* W, const bf16*, const float* xf, float* y, int64_t r0, int64_t r1,
+                 int64_t n) {
+  const int64_t nv = n / 16 * 16;
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    const bf16* w0 = W + r * n;
+    const bf16* w1 = w0 + n;
+    const bf16* w2 = w1 + n;
+    const bf16* w3 = w2 + n;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < nv; i += 16) {
+      __m512 xv = _mm512_loadu_ps(xf + i);
+      a0 = _mm512_fmadd_ps(load16_avx512(w0 + i), xv, a0);
+      a1 = _mm512_fmadd_ps(load16_avx512(w1 + i), xv, a1);
+      a2 = _mm512_fmadd_ps(load16_avx512(w2 + i), xv, a2);
+      a3 = _mm512_fmadd_ps(load16_avx512(w3 + i), xv, a3);
+    }
+    y[r] = _mm512_reduce_add_ps(a0) + dot_tail(w0, xf, nv, n);
+    y[r + 1] = _mm512_reduce_add_ps(a1) + dot_tail(w1, xf, nv, n);
+    y[r + 2] = _mm512_reduce_add_ps(a2) + dot_tail(w2, xf, nv, n);
+    y[r + 3] = _mm512_reduce_add_ps(a3) + dot_tail(w3, xf, nv, n);
+  }
+  for (; r < r1; ++r) {
+    const bf16* w0 = W + r * n;
+    __m512 a0 = _mm512_setzero_ps();
+    for (int64_t i = 0; i < nv; i += 16)
+      a0 = _mm512_fmadd_ps(load16_avx512(w0 + i), _mm512_loadu_ps(xf + i), a0);
+    y[r] = _mm512_reduce_add_ps(a0) + dot_tail(w0, xf, nv, n);
+  }
+}
+
+__attribute__((target("avx2,fma")))
+inline __m256 load8_avx2(const bf16* p) {
+  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+__attribute__((target("avx2,fma")))
+inline float hsum_avx2(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma")))
+void rows_avx2(const bf16* W, const bf16*, const float* xf, float* y, int64_t r0, int64_t r1,
+               int64_t n) {
+  const int64_t nv = n / 8 * 8;
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {
+    const bf16* w0 = W + r * n;
+    const bf16* w1 = w0 + n;
+    const bf16* w2 = w1 + n;
+    const bf16* w3 = w2 + n;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < nv; i += 8) {
+      __m256 xv = _mm256_loadu_ps(xf + i);
+      a0 = _mm256_fmadd_ps(load8_avx2(w0 + i), xv, a0);
+      a1 = _mm256_fmadd_ps(load8_avx2(w1 + i), xv, a1);
+      a2 = _mm256_fmadd_ps(load8_avx2(w2 + i), xv, a2);
+      a3 = _mm256_fmadd_ps(load8_avx2(w3 + i), xv, a3);
+    }
+    y[r] = hsum_avx2(a0) + dot_tail(w0, xf, nv, n);
+    y[r + 1] = hsum_avx2(a1) + dot_tail(w1, xf, nv, n);
+    y[r + 2] = hsum_avx2(a2) + dot_tail(w2, xf, nv, n);
+    y[r + 3] = hsum_avx2(a3) + dot_tail(w3, xf, nv, n);
+  }
+  for (; r < r1; ++r) {
+    const bf16* w0 = W + r * n;
+    __m256 a0 = _mm256_setzero_ps();
+    for (int64_t i = 0; i < nv; i += 8)
+      a0 = _mm256_fmadd_ps(load8_avx2(w0 + i), _mm256_loadu_ps(xf + i), a0);
+    y[r] = hsum_avx2(a0) + dot_tail(w0, xf, nv, n);
+  }
+}
+
+using RowsFn = void (*)(const bf16*, const bf16*, const float*, float*, int64_t, int64_t, int64_t);
+
+// A barrier the team spins on between the phases of one token (all threads are busy then);
+// it yields the core after a while, in case a thread was descheduled.
+struct SpinBarrier {
+  std::atomic<int> arrived{0};
+  std::atomic<int> generation{0};
+  int threads = 1;
+
+  void wait() {
+    if (threads == 1) return;
+    const int gen = generation.load(std::memory_order_acquire);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) == threads - 1) {
+      arrived.store(0, std::memory_order_relaxed);
+      generation.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0; generation.load(std::memory_order_acquire) == gen; ++spins) {
+      if (spins < 20000) {
+        _mm_pause();
+      } else {
+        sched_yield();
+      }
+    }
+  }
+};
+
+struct Linear {
+  const bf16* w = nullptr;
+  const float* bias = nullptr;  // fp32, or null
+  int64_t out = 0, in = 0;
+};
+
+struct Layer {
+  const float* ln1 = nullptr;
+  const float* ln2 = nullptr;
+  Linear q, k, v, o, gate, up, down;
+};
+
+inline void split(int64_t n, int t, int T, int64_t* a, int64_t* b) {
+  // Rows in groups of 4 (the kernels' unit), as evenly as that allows.
+  const int64_t groups = (n + 3) / 4;
+  *a = std::min(n, groups * t / T * 4);
+  *b = std::min(n, groups * (t + 1) / T * 4);
+}
+
+inline void rms_round(const float* h, const float* w, float eps, int64_t n, float* xf, bf16* xb) {
+  float ss = 0.f;
+#pragma omp simd reduction(+ : ss)
+  for (int64_t i = 0; i < n; ++i) ss += h[i] * h[i];
+  const float scale = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+  for (int64_t i = 0; i < n; ++i) {
+    xb[i] = to_bf16(h[i] * scale * w[i]);
+    xf[i] = from_bf16(xb[i]);
+  }
+}
+
+inline void round_vec(const float* x, int64_t n, float* xf, bf16* xb) {
+  for (int64_t i = 0; i < n; ++i) {
+    xb[i] = to_bf16(x[i]);
+    xf[i] = from_bf16(xb[i]);
+  }
+}
+
+template <typename C>
+inline float cache_get(const C* p);
+template <>
+inline float cache_get<bf16>(const bf16* p) { return from_bf16(*p); }
+template <>
+inline float cache_get<float>(const float* p) { return *p; }
+template <typename C>
+inline C cache_put(float x);
+template <>
+inline bf16 cache_put<bf16>(float x) { return to_bf16(x); }
+template <>
+inline float cache_put<float>(float x) { return x; }
+
+class FusedDecoder {
+ public:
+  FusedDecoder(std::vector<at::Tensor> tensors, int64_t layers, int64_t heads, int64_t kv_heads,
+               int64_t head_dim, double eps, double rope_scaling, int64_t isa)
+      : held_(std::move(tensors)), heads_(heads), kv_heads_(kv_heads), head_dim_(head_dim),
+        eps_(static_cast<float>(eps)), rope_scaling_(static_cast<float>(rope_scaling)) {
+    // tensors: embed, final norm, head, inv_freq, then per layer: ln1, ln2,
+    // q.w, q.b, k.w, k.b, v.w, v.b, o.w, o.b, gate.w, gate.b, up.w, up.b, down.w, down.b
+    // (biases may be empty tensors).
+    rows_ = isa >= 2 ? rows_avx512bf16 : isa == 1 ? rows_avx512 : rows_avx2;
+    TORCH_CHECK(static_cast<int64_t>(held_.size()) == 4 + 16 * layers, "wrong tensor count");
+    embed_ = held_[0];
+    norm_ = held_[1].data_ptr<float>();
+    head_ = linear(held_[2], at::Tensor());
+    inv_freq_ = held_[3].data_ptr<float>();
+    hidden_ = held_[2].size(1);
+    for (int64_t l = 0; l < layers; ++l) {
+      const at::Tensor* t = held_.data() + 4 + 16 * l;
+      Layer L;
+      L.ln1 = t[0].data_ptr<float>();
+      L.ln2 = t[1].data_ptr<float>();
+      L.q = linear(t[2], t[3]);
+      L.k = linear(t[4], t[5]);
+      L.v = linear(t[6], t[7]);
+      L.o = linear(t[8], t[9]);
+      L.gate = linear(t[10], t[11]);
+      L.up = linear(t[12], t[13]);
+      L.down = linear(t[14], t[15]);
+      layers_.push_back(L);
+    }
+  }
+
+  // The logits [1, vocab] (fp32) of `token` at `pos` in cache slot `slot`; writes the token's
+  // keys and values into the cache (per layer [slots, kv_heads, length, head_dim]).
+  at::Tensor step(int64_t token, int64_t pos, int64_t slot, std::vector<at::Tensor> cache_k,
+                  std::vector<at::Tensor> cache_v, int64_t threads) {
+    TORCH_CHECK(cache_k.size() == layers_.size() && cache_v.size() == layers_.size(),
+                "one key and one value cache per layer");
+    TORCH_CHECK(cache_k[0].size(2) > pos, "position past the cache's length");
+    at::Tensor logits = at::empty({1, head_.out}, at::kFloat);
+    const bool bf16_cache = cache_k[0].scalar_type() == at::kBFloat16;
+    {
+      pybind11::gil_scoped_release nogil;
+      if (bf16_cache) {
+        run<bf16>(token, pos, slot, cache_k, cache_v, threads, logits.data_ptr<float>());
+      } else {
+        TORCH_CHECK(cache_k[0].scalar_type() == at::kFloat, "a bf16 or fp32 cache");
+        run<float>(token, pos, slot, cache_k, cache_v, threads, logits.data_ptr<float>());
+      }
+    }
+    return logits;
+  }
+
+ private:
+  static Linear linear(const at::Tensor& w, const at::Tensor& b) {
+    TORCH_CHECK(w.scalar_type() == at::kBFloat16 && w.is_contiguous() && w.dim() == 2,
+                "weights must be contiguous bf16 matrices");
+    Linear L;
+    L.w = reinterpret_cast<const bf16*>(w.data_ptr());
+    L.out = w.size(0);
+    L.in = w.size(1);
+    if (b.defined() && b.numel() > 0) L.bias = b.data_ptr<float>();
+    return L;
+  }
+
+  void product(const Linear& L, const bf16* xb, const float* xf, float* y, int t, int T) const {
+    int64_t a, b;
+    split(L.out, t, T, &a, &b);
+    rows_(L.w, xb, xf, y, a, b, L.in);
+    if (L.bias)
+      for (int64_t r = a; r < b; ++r) y[r] += L.bias[r];
+  }
+
+  template <typename C>
+  void run(int64_t token, int64_t pos, int64_t slot, const std::vector<at::Tensor>& cache_k,
+           const std::vector<at::Tensor>& cache_v, int64_t threads, float* logits) {
+    const int64_t H = hidden_, hd = head_dim_, nq = heads_ * hd, nkv = kv_heads_ * hd;
+    const int64_t inter = layers_.empty() ? 0 : layers_[0].gate.out;
+    const int64_t width = std::max({H, nq, inter});
+    std::vector<float> q(nq), k(nkv), v(nkv), attn(nq), o(H), act(inter), d(H);
+    std::vector<const C*> kc(layers_.size()), vc(layers_.size());
+    std::vector<C*> kw(layers_.size()), vw(layers_.size());
+    const int64_t length = cache_k[0].size(2);
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      kw[l] = reinterpret_cast<C*>(cache_k[l].data_ptr()) + slot * kv_heads_ * length * hd;
+      vw[l] = reinterpret_cast<C*>(cache_v[l].data_ptr()) + slot * kv_heads_ * length * hd;
+    }
+    // cos/sin of this position (HF's rotary: the two halves of a head rotate together)
+    std::vector<float> cs(hd / 2), sn(hd / 2);
+    for (int64_t j = 0; j < hd / 2; ++j) {
+      const float ang = static_cast<float>(pos) * inv_freq_[j];
+      cs[j] = std::cos(ang) * rope_scaling_;
+      sn[j] = std::sin(ang) * rope_scaling_;
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    const int group = static_cast<int>(heads_ / kv_heads_);
+    SpinBarrier barrier;
+
+#pragma omp parallel num_threads(static_cast<int>(threads))
+    {
+      const int t = omp_get_thread_num();
+      const int T = omp_get_num_threads();
+#pragma omp single
+      barrier.threads = T;  // (an implicit barrier follows)
+      std::vector<float> h(H), xf(width), scores(pos + 1);
+      std::vector<bf16> xb(width);
+      std::vector<float> gv(inter), uv(inter);
+      const bf16* e = reinterpret_cast<const bf16*>(embed_.data_ptr()) + token * H;
+      if (embed_.scalar_type() == at::kBFloat16) {
+        for (int64_t i = 0; i < H; ++i) h[i] = from_bf16(e[i]);
+      } else {
+        const float* ef = embed_.data_ptr<float>() + token * H;
+        for (int64_t i = 0; i < H; ++i) h[i] = ef[i];
+      }
+      for (size_t l = 0; l < layers_.size(); ++l) {
+        const Layer& L = layers_[l];
+        rms_round(h.data(), L.ln1, eps_, H, xf.data(), xb.data());
+        product(L.q, xb.data(), xf.data(), q.data(), t, T);
+        product(L.k, xb.data(), xf.data(), k.data(), t, T);
+        product(L.v, xb.data(), xf.data(), v.data(), t, T);
+        barrier.wait();
+        for (int64_t g = t; g < kv_heads_; g += T) {  // this thread's key heads
+          float* kh = k.data() + g * hd;
+          for (int64_t j = 0; j < hd / 2; ++j) {
+            const float a = kh[j], b = kh[j + hd / 2];
+            kh[j] = a * cs[j] - b * sn[j];
+            kh[j + hd / 2] = b * cs[j] + a * sn[j];
+          }
+          C* kdst = kw[l] + (g * length + pos) * hd;
+          C* vdst = vw[l] + (g * length + pos) * hd;
+          for (int64_t j = 0; j < hd; ++j) {
+            kdst[j] = cache_put<C>(kh[j]);
+            vdst[j] = cache_put<C>(v[g * hd + j]);
+          }
+          const C* kbase = kw[l] + g * length * hd;
+          const C* vbase = vw[l] + g * length * hd;
+          for (int hq = 0; hq < group; ++hq) {
+            float* qh = q.data() + (g * group + hq) * hd;
+            for (int64_t j = 0; j < hd / 2; ++j) {
+              const float a = qh[j], b = qh[j + hd / 2];
+              qh[j] = a * cs[j] - b * sn[j];
+              qh[j + hd / 2] = b * cs[j] + a * sn[j];
+            }
+            float best = -INFINITY;
+            for (int64_t p = 0; p <= pos; ++p) {
+              const C* kp = kbase + p * hd;
+              float s = 0.f;
+#pragma omp simd reduction(+ : s)
+              for (int64_t j = 0; j < hd; ++j) s += qh[j] * cache_get<C>(kp + j);
+              scores[p] = s * scale;
+              best = std::max(best, scores[p]);
+            }
+            float total = 0.f;
+            for (int64_t p = 0; p <= pos; ++p) total += (scores[p] = std::exp(scores[p] - best));
+            float* out = attn.data() + (g * group + hq) * hd;
+            for (int64_t j = 0; j < hd; ++j) out[j] = 0.f;
+            for (int64_t p = 0; p <= pos; ++p) {
+              const float w = scores[p] / total;
+              const C* vp = vbase + p * hd;
+#pragma omp simd
+              for (int64_t j = 0; j < hd; ++j) out[j] += w * cache_get<C>(vp + j);
+            }
+          }
+        }
+        barrier.wait();
+        round_vec(attn.data(), nq, xf.data(), xb.data());
+        product(L.o, xb.data(), xf.data(), o.data(), t, T);
+        barrier.wait();
+        for (int64_t i = 0; i < H; ++i) h[i] += o[i];
+        rms_round(h.data(), L.ln2, eps_, H, xf.data(), xb.data());
+        {
+          int64_t a, b;
+          split(inter, t, T, &a, &b);
+          rows_(L.gate.w + a * H, xb.data(), xf.data(), gv.data(), 0, b - a, H);
+          rows_(L.up.w + a * H, xb.data(), xf.data(), uv.data(), 0, b - a, H);
+          for (int64_t r = a; r < b; ++r) {
+            float gr = gv[r - a] + (L.gate.bias ? L.gate.bias[r] : 0.f);
+            float ur = uv[r - a] + (L.up.bias ? L.up.bias[r] : 0.f);
+            act[r] = gr / (1.0f + std::exp(-gr)) * ur;
+          }
+        }
+        barrier.wait();
+        round_vec(act.data(), inter, xf.data(), xb.data());
+        product(L.down, xb.data(), xf.data(), d.data(), t, T);
+        barrier.wait();
+        for (int64_t i = 0; i < H; ++i) h[i] += d[i];
+      }
+      rms_round(h.data(), norm_, eps_, H, xf.data(), xb.data());
+      product(head_, xb.data(), xf.data(), logits, t, T);
+    }
+  }
+
+  std::vector<at::Tensor> held_;
+  at::Tensor embed_;
+  const float* norm_ = nullptr;
+  const float* inv_freq_ = nullptr;
+  Linear head_;
+  std::vector<Layer> layers_;
+  int64_t heads_, kv_heads_, head_dim_, hidden_ = 0;
+  float eps_, rope_scaling_;
+  RowsFn rows_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  pybind11::class_<FusedDecoder>(m, "FusedDecoder")
+      .def(pybind11::init<std::vector<at::Tensor>, int64_t, int64_t, int64_t, int64_t, double,
+                          double, int64_t>())
+      .def("step", &FusedDecoder::step);
+}

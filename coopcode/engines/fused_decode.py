@@ -1,0 +1,166 @@
+"""A single row's decode step in one compiled call (`fused_decode.cpp`): the "fused" kernel
+the engine may choose for one-token forwards (`transformers_engine.choose_kernels`).
+
+Why: a single stream (the TUI's live view) is bound by reading the weights once a token, yet
+the eager forward reached only ~53% of the machine's bandwidth limit (BENCHMARKS.md, "A
+single stream"): its matrix products stream the weights at ~78% of the read bandwidth, and
+the ~170 small operations between them (norms, rotary, attention, their Python, and the
+OpenMP workers falling asleep and waking between kernels) take the rest. Torch offered no
+way to close that here: q/k/v fused, one thread, prepacked weights and torch.compile were
+measured no faster or slower. The compiled step keeps one team of threads busy for the whole
+token (spinning barriers between a layer's phases), uses avx512_bf16's bf16 dot products
+where the CPU has them, and does everything between the products in the same loop.
+
+Scope, checked by `unsupported`: Qwen2- and Llama-style decoders (RMSNorm, rotary of the
+default kind, grouped-query attention, a SiLU-gated MLP) whose weights are bf16 or fp32 (an
+fp32 model's are copied to bf16 for it, as the engine's bf16 copy does), on x86 CPUs with
+AVX2 and FMA; rows with a LoRA adapter keep the eager forward. The extension is compiled
+once per machine with the C++ compiler torch's extensions use (cached under
+~/.cache/torch_extensions); where that fails the kernel is simply not offered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+SOURCE = Path(__file__).with_name("fused_decode.cpp")
+ARCHITECTURES = ("qwen2", "llama")
+_built: dict[str, Any] = {}
+_build_lock = threading.Lock()
+
+
+def isa_level() -> int | None:
+    """The kernels this process may use: 2 (AVX-512 with bf16 dot products), 1 (AVX-512),
+    0 (AVX2 and FMA), None (none: not offered). Follows torch's own capability, so
+    `ATEN_CPU_CAPABILITY=avx2` holds these kernels to AVX2 as well."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split())
+    except (OSError, IndexError):
+        return None
+    if not {"avx2", "fma"} <= flags:
+        return None
+    capability = torch.backends.cpu.get_cpu_capability()  # "AVX512", "AVX2", "DEFAULT", ...
+    if capability.startswith("AVX512") and {"avx512f", "avx512bw"} <= flags:
+        return 2 if "avx512_bf16" in flags else 1
+    return 0 if capability == "AVX2" else None
+
+
+def extension() -> Any:
+    """The compiled extension (built on first use, then loaded from torch's cache), or
+    raises RuntimeError with the reason it cannot be had."""
+    with _build_lock:
+        if "module" in _built:
+            return _built["module"]
+        if "error" in _built:
+            raise RuntimeError(_built["error"])
+        from torch.utils.cpp_extension import load
+
+        digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+        try:
+            module = load(name=f"coopcode_fused_decode_{digest}", sources=[str(SOURCE)],
+                          extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
+                          extra_ldflags=["-fopenmp"], verbose=False)
+        except Exception as exc:  # no compiler, no headers: the eager forward stays
+            _built["error"] = f"the fused decode kernel did not build: {str(exc).splitlines()[0][:200]}"
+            raise RuntimeError(_built["error"]) from None
+        _built["module"] = module
+        return module
+
+
+def unsupported(model: Any) -> str | None:
+    """Why `model` cannot run on the fused kernel here, or None."""
+    if isa_level() is None:
+        return "the CPU has no AVX2 and FMA (or torch is held below them)"
+    cfg = model.config
+    if cfg.model_type not in ARCHITECTURES:
+        return f"a {cfg.model_type} model (the kernel knows {', '.join(ARCHITECTURES)})"
+    if getattr(cfg, "hidden_act", "silu") != "silu":
+        return f"activation {cfg.hidden_act}"
+    rope = getattr(cfg, "rope_scaling", None) or {}
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
+        return f"rotary scaling {rope}"
+    if getattr(cfg, "use_sliding_window", False):
+        return "sliding-window attention"
+    if model.dtype not in (torch.bfloat16, torch.float32) or model.device.type != "cpu":
+        return f"{model.dtype} on {model.device}"
+    return None
+
+
+def _weight(module: Any) -> Any:
+    return getattr(module, "base_layer", module).weight.detach()
+
+
+def _bias(module: Any) -> Any:
+    bias = getattr(module, "base_layer", module).bias
+    return torch.empty(0) if bias is None else bias.detach().float().contiguous()
+
+
+class FusedDecoder:
+    """The fused one-token forward of `model` (its base weights: LoRA layers are looked
+    through). An fp32 model's weights are copied to bf16 here (half their bytes); a bf16
+    model's are used as they are."""
+
+    def __init__(self, model: Any, bf16_copy: Callable[[Any], Any] | None = None,
+                 isa: int | None = None) -> None:
+        """`bf16_copy(linear)`: a bf16 copy of an fp32 model's linear weight made already (or
+        None: one is made here); `isa`: a lower kernel level than the CPU's (tests)."""
+        reason = unsupported(model)
+        if reason:
+            raise RuntimeError(f"the fused decode kernel cannot run this model: {reason}")
+        level = isa_level()
+        if isa is not None and level is not None and isa <= level:
+            level = isa
+        module = extension()
+        cfg = model.config
+        inner = model.model
+        rotary = inner.rotary_emb
+        self.copied_bytes = 0
+
+        def bf16(linear: Any) -> Any:
+            w = _weight(linear)
+            if w.dtype == torch.bfloat16:
+                return w.contiguous()
+            made = bf16_copy(getattr(linear, "base_layer", linear)) if bf16_copy else None
+            if made is None:
+                made = w.to(torch.bfloat16).contiguous()
+                self.copied_bytes += made.numel() * 2
+            return made
+
+        tensors = [_weight(inner.embed_tokens).contiguous(), inner.norm.weight.detach().float(),
+                   bf16(model.get_output_embeddings()),
+                   rotary.inv_freq.detach().float().contiguous()]
+        for layer in inner.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            tensors += [layer.input_layernorm.weight.detach().float(),
+                        layer.post_attention_layernorm.weight.detach().float()]
+            for proj in (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj,
+                         mlp.gate_proj, mlp.up_proj, mlp.down_proj):
+                tensors += [bf16(proj), _bias(proj)]
+        self.heads = cfg.num_attention_heads
+        self.kv_heads = getattr(cfg, "num_key_value_heads", None) or self.heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // self.heads
+        self.layers = cfg.num_hidden_layers
+        self.dtype = model.dtype
+        self.isa = level
+        self._kernel = module.FusedDecoder(
+            tensors, self.layers, self.heads, self.kv_heads, self.head_dim,
+            float(inner.norm.variance_epsilon), float(getattr(rotary, "attention_scaling", 1.0)),
+            level)
+
+    def step(self, token: int, pos: int, slot: int, cache_k: list[Any], cache_v: list[Any]) -> Any:
+        """Logits `[1, vocab]` (fp32) of `token` at `pos` of the row in cache slot `slot`;
+        the token's keys and values are written to the cache (`flat_step.SlotCache`)."""
+        return self._kernel.step(token, pos, slot, cache_k, cache_v, torch.get_num_threads())
+
+    def scratch_step(self) -> Any:
+        """One step on a cache of its own (what `choose_kernels` times)."""
+        shape = (1, self.kv_heads, 1, self.head_dim)
+        k = [torch.zeros(shape, dtype=self.dtype) for _ in range(self.layers)]
+        v = [torch.zeros(shape, dtype=self.dtype) for _ in range(self.layers)]
+        return self.step(0, 0, 0, k, v)

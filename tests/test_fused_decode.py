@@ -1,0 +1,160 @@
+"""The fused one-token decode step (`coopcode.engines.fused_decode`) on the tiny random Qwen2:
+the model's logits and cache on every kernel level, the engine's use of it (base rows only),
+and what it refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from adapter_helpers import make_adapter
+
+from coopcode.engines import GenerationRequest, SamplingParams
+from coopcode.engines.transformers_engine import TransformersEngine
+
+fused_decode = pytest.importorskip("coopcode.engines.fused_decode")
+LEVEL = fused_decode.isa_level()
+needs_kernel = pytest.mark.skipif(LEVEL is None, reason="the CPU has no AVX2 and FMA")
+
+
+def _model(tiny_model_dir: Path, dtype: str):  # noqa: ANN202
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), dtype=getattr(torch, dtype)).eval()
+
+
+def _cache(model, slots: int = 3, length: int = 128):  # noqa: ANN001, ANN202
+    import torch
+
+    cfg = model.config
+    shape = (slots, cfg.num_key_value_heads, length, cfg.hidden_size // cfg.num_attention_heads)
+    return ([torch.zeros(shape, dtype=model.dtype) for _ in range(cfg.num_hidden_layers)],
+            [torch.zeros(shape, dtype=model.dtype) for _ in range(cfg.num_hidden_layers)])
+
+
+@needs_kernel
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_the_fused_step_gives_the_models_logits_and_cache(tiny_model_dir: Path, dtype: str,
+                                                          level: int) -> None:
+    """Token by token through one slot of a cache, the fused step's logits are the model's
+    forward over the whole sequence (to within bf16 rounding of the products' inputs), its
+    keys and values are the model's own, the other slots are untouched; on every kernel
+    level the CPU has (AVX2, AVX-512, AVX-512 bf16 dot products), and the same numbers
+    whatever the thread count."""
+    import torch
+
+    if level > LEVEL:
+        pytest.skip(f"kernel level {level} needs a CPU this one is not")
+    model = _model(tiny_model_dir, dtype)
+    reference = _model(tiny_model_dir, "float32")
+    ids = torch.randint(0, 5000, (1, 40), generator=torch.Generator().manual_seed(level))
+    with torch.inference_mode():
+        out = reference(input_ids=ids, use_cache=True)
+    want = out.logits[0]
+    fused = fused_decode.FusedDecoder(model, isa=level)
+    assert fused.isa == level
+    k, v = _cache(model)
+    got = torch.stack([fused.step(int(t), p, 1, k, v)[0] for p, t in enumerate(ids[0])])
+    assert got.dtype == torch.float32 and got.shape == want.shape
+    error = float((got - want).abs().max())  # 0.3% of the largest logit here; a wrong rotation 5%
+    assert error < 0.01 * float(want.abs().max()), error
+    top2 = want.topk(2, dim=-1).values
+    clear = (top2[:, 0] - top2[:, 1]) > 0.01 * float(want.abs().max())
+    assert torch.equal(got.argmax(-1)[clear], want.argmax(-1)[clear])
+    tol = 0.02 if dtype == "bfloat16" else 0.01
+    for layer, kv in enumerate(out.past_key_values.layers):
+        for ours, theirs in ((k[layer], kv.keys), (v[layer], kv.values)):
+            assert torch.allclose(ours[1, :, :40].float(), theirs[0].float(), atol=tol, rtol=tol)
+            assert not ours[0].any() and not ours[2].any() and not ours[1, :, 40:].any()
+    # Each output row is summed by one thread: any thread count gives the very same logits.
+    threads = torch.get_num_threads()
+    k1, v1 = _cache(model)
+    torch.set_num_threads(1)
+    try:
+        alone = torch.stack([fused.step(int(t), p, 1, k1, v1)[0] for p, t in enumerate(ids[0])])
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(alone, got)
+
+
+@needs_kernel
+def test_the_fused_step_catches_a_wrong_rotation(tiny_model_dir: Path) -> None:
+    """The logits check above can fail: the step at the wrong position (keys rotated for
+    another place) gives logits off by more than it allows."""
+    import torch
+
+    model = _model(tiny_model_dir, "float32")
+    ids = torch.randint(0, 5000, (1, 12), generator=torch.Generator().manual_seed(7))
+    with torch.inference_mode():
+        want = model(input_ids=ids).logits[0]
+    fused = fused_decode.FusedDecoder(model)
+    k, v = _cache(model)
+    got = torch.stack([fused.step(int(t), p + (p > 5), 0, k, v)[0] for p, t in enumerate(ids[0])])
+    assert float((got[7:] - want[7:]).abs().max()) > 0.01 * float(want.abs().max())
+
+
+@needs_kernel
+def test_the_engine_runs_base_rows_on_the_fused_step_and_adapter_rows_eagerly(
+        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chosen for one-token forwards, the fused step decodes every lone base row (the model's
+    own forward then runs only for prompts and batches), greedy to within bf16 rounding by
+    teacher forcing; a row under a LoRA adapter runs the other kernel measured fastest; the
+    choice is remembered with that fallback."""
+    import torch
+
+    from coopcode.engines import transformers_engine as te
+    from coopcode.engines import weight_copies
+
+    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
+    adapter = make_adapter(tiny_model_dir, tmp_path / "helper", seed=3)
+    engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
+    try:
+        engine.batcher()
+        (entry,) = [v for v in json.loads((tmp_path / "cpu-format.json").read_text()).values()
+                    if "kernels" in v]
+        assert "fused" in entry["seconds"]["one"] and "fused" not in entry["seconds"]["many"]
+        if engine.kernels["one"] != "fused":  # measured slower for the tiny model here: use it anyway
+            engine.copies = engine.copies or weight_copies.WeightCopies(engine.base, set())
+            engine.copies.add({"fused"})
+            engine.kernels = {**engine.kernels, "one": "fused", "one adapter": "aten"}
+        engine.load_adapter("helper", str(adapter))
+        seen: list[int] = []
+        hook = engine.base.register_forward_pre_hook(
+            lambda _m, _a, kw: seen.append(kw["input_ids"].shape[1]), with_kwargs=True)
+        prompt = engine.render_chat([{"role": "user", "content": "Write a function."}])
+        greedy = SamplingParams(n=1, max_new_tokens=10, temperature=0.0, seed=0)
+        (base,) = engine.generate([GenerationRequest(prompt, greedy)])
+        assert seen and all(n > 1 for n in seen), seen  # the prompt only: every decode step fused
+        seen.clear()
+        engine.generate([GenerationRequest(prompt, greedy, adapter="helper")])
+        assert seen.count(1) >= 5, seen  # the adapter's row: eager one-token forwards
+        hook.remove()
+        ids = engine.encode(prompt)
+        (c,) = base
+        with torch.inference_mode(), engine.peft.disable_adapter():  # the bare base
+            logits = engine.base(torch.tensor([ids + c.token_ids])).logits[0].float()
+        steps = logits[len(ids) - 1:len(ids) - 1 + len(c.token_ids)]
+        gap = steps.max(-1).values - steps.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
+        assert float(gap.max()) <= 0.05, gap.tolist()  # as for the bf16 copy (test_engine.py)
+    finally:
+        engine.close()
+
+
+def test_what_the_fused_step_does_not_run_is_said(tiny_model_dir: Path) -> None:
+    """A model the kernel does not know is refused with the reason (and the engine then
+    keeps its eager kernels)."""
+    model = _model(tiny_model_dir, "float32")
+    if LEVEL is None:
+        assert "AVX2" in fused_decode.unsupported(model)
+        return
+    assert fused_decode.unsupported(model) is None
+    model.config.hidden_act = "gelu"
+    assert "activation" in fused_decode.unsupported(model)
+    model.config.hidden_act = "silu"
+    model.config.rope_scaling = {"rope_type": "yarn", "factor": 4.0}
+    assert "rotary" in fused_decode.unsupported(model)
+    with pytest.raises(RuntimeError, match="cannot run this model"):
+        fused_decode.FusedDecoder(model)
