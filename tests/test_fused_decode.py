@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from adapter_helpers import make_adapter
@@ -16,6 +17,7 @@ from coopcode.engines.transformers_engine import TransformersEngine
 fused_decode = pytest.importorskip("coopcode.engines.fused_decode")
 LEVEL = fused_decode.isa_level()
 needs_kernel = pytest.mark.skipif(LEVEL is None, reason="the CPU has no AVX2 and FMA")
+ALL = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 
 def _model(tiny_model_dir: Path, dtype: str):  # noqa: ANN202
@@ -97,48 +99,109 @@ def test_the_fused_step_catches_a_wrong_rotation(tiny_model_dir: Path) -> None:
 
 
 @needs_kernel
-def test_the_engine_runs_base_rows_on_the_fused_step_and_adapter_rows_eagerly(
+def test_the_fused_step_applies_a_lora_adapter_and_sees_it_change(tiny_model_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    """Under a LoRA adapter on every product, the fused step's logits are the PEFT model's;
+    the adapter's tensors are read at each step (a trainer's in-place update shows at once),
+    one loaded again under the same name is registered again, and one the step does not
+    apply (a LoRA bias) is said so (the engine then runs the eager forward)."""
+    import torch
+    from peft import PeftModel
+
+    model = _model(tiny_model_dir, "float32")
+    peft = PeftModel.from_pretrained(
+        model, str(make_adapter(tiny_model_dir, tmp_path / "a", seed=5, targets=ALL)),
+        adapter_name="main").eval()
+    fused = fused_decode.FusedDecoder(model)
+    ids = torch.randint(0, 5000, (1, 24), generator=torch.Generator().manual_seed(2))
+
+    def check(adapter: str | None) -> Any:
+        with torch.inference_mode():
+            if adapter is None:
+                with peft.disable_adapter():
+                    want = peft(input_ids=ids).logits[0]
+            else:
+                peft.set_adapter(adapter)
+                want = peft(input_ids=ids).logits[0]
+        k, v = _cache(model)
+        got = torch.stack([fused.step(int(t), p, 0, k, v, adapter)[0] for p, t in enumerate(ids[0])])
+        error = float((got - want).abs().max())  # bf16 rounding of the products' inputs, which
+        assert error < 0.02 * float(want.abs().max()), (adapter, error)  # random deltas amplify
+        return want
+
+    assert fused.runs("main")
+    before = check("main")
+    bare = check(None)
+    assert float((before - bare).abs().max()) > 0.1 * float(bare.abs().max())  # the adapter counts
+    with torch.no_grad():  # as an optimizer step does: in place
+        for m in model.modules():
+            if hasattr(m, "lora_B") and "main" in m.lora_B:
+                m.lora_B["main"].weight.mul_(2.0)
+    assert fused.runs("main")
+    after = check("main")
+    assert float((after - before).abs().max()) > 0.1 * float(before.abs().max())  # a change seen
+    peft.delete_adapter("main")
+    peft.load_adapter(str(make_adapter(tiny_model_dir, tmp_path / "b", seed=6, targets=ALL)),
+                      adapter_name="main")
+    assert fused.runs("main")  # new tensors: registered again
+    check("main")
+    peft.load_adapter(str(make_adapter(tiny_model_dir, tmp_path / "c", seed=7, lora_bias=True)),
+                      adapter_name="biased")
+    assert not fused.runs("biased")
+
+
+@needs_kernel
+def test_the_engine_runs_lone_rows_on_the_fused_step(
         tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Chosen for one-token forwards, the fused step decodes every lone base row (the model's
-    own forward then runs only for prompts and batches), greedy to within bf16 rounding by
-    teacher forcing; a row under a LoRA adapter runs the other kernel measured fastest; the
-    choice is remembered with that fallback."""
+    """Chosen for one-token forwards, the fused step decodes every lone row, bare or under a
+    LoRA adapter (the model's own forward then runs only for prompts and batches), greedy to
+    within bf16 rounding by teacher forcing; a row under an adapter it does not apply runs
+    the other kernel measured fastest, remembered with the choice."""
     import torch
 
     from coopcode.engines import transformers_engine as te
     from coopcode.engines import weight_copies
 
     monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
-    adapter = make_adapter(tiny_model_dir, tmp_path / "helper", seed=3)
     engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
     try:
         engine.batcher()
         (entry,) = [v for v in json.loads((tmp_path / "cpu-format.json").read_text()).values()
                     if "kernels" in v]
         assert "fused" in entry["seconds"]["one"] and "fused" not in entry["seconds"]["many"]
+        assert (engine.kernels["one"] == "fused") == ("one adapter" in entry["kernels"])
         if engine.kernels["one"] != "fused":  # measured slower for the tiny model here: use it anyway
             engine.copies = engine.copies or weight_copies.WeightCopies(engine.base, set())
             engine.copies.add({"fused"})
             engine.kernels = {**engine.kernels, "one": "fused", "one adapter": "aten"}
-        engine.load_adapter("helper", str(adapter))
+        engine.load_adapter("main", str(make_adapter(tiny_model_dir, tmp_path / "main", seed=3,
+                                                      targets=ALL)))
+        engine.load_adapter("biased", str(make_adapter(tiny_model_dir, tmp_path / "biased", seed=4,
+                                                        lora_bias=True)))
         seen: list[int] = []
-        hook = engine.base.register_forward_pre_hook(
-            lambda _m, _a, kw: seen.append(kw["input_ids"].shape[1]), with_kwargs=True)
         prompt = engine.render_chat([{"role": "user", "content": "Write a function."}])
         greedy = SamplingParams(n=1, max_new_tokens=10, temperature=0.0, seed=0)
-        (base,) = engine.generate([GenerationRequest(prompt, greedy)])
-        assert seen and all(n > 1 for n in seen), seen  # the prompt only: every decode step fused
-        seen.clear()
-        engine.generate([GenerationRequest(prompt, greedy, adapter="helper")])
-        assert seen.count(1) >= 5, seen  # the adapter's row: eager one-token forwards
-        hook.remove()
         ids = engine.encode(prompt)
-        (c,) = base
-        with torch.inference_mode(), engine.peft.disable_adapter():  # the bare base
-            logits = engine.base(torch.tensor([ids + c.token_ids])).logits[0].float()
-        steps = logits[len(ids) - 1:len(ids) - 1 + len(c.token_ids)]
-        gap = steps.max(-1).values - steps.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
-        assert float(gap.max()) <= 0.05, gap.tolist()  # as for the bf16 copy (test_engine.py)
+        for adapter in (None, "main", "biased"):
+            seen.clear()
+            hook = engine.base.register_forward_pre_hook(
+                lambda _m, _a, kw: seen.append(kw["input_ids"].shape[1]), with_kwargs=True)
+            ((c,),) = engine.generate([GenerationRequest(prompt, greedy, adapter=adapter)])
+            hook.remove()
+            if adapter == "biased":
+                assert seen.count(1) >= 5, seen  # eager one-token forwards
+            else:
+                assert seen and all(n > 1 for n in seen), seen  # the prompt only: steps fused
+            with torch.inference_mode():
+                if adapter is None:
+                    with engine.peft.disable_adapter():
+                        logits = engine.peft(torch.tensor([ids + c.token_ids])).logits[0].float()
+                else:
+                    engine.peft.set_adapter(adapter)
+                    logits = engine.peft(torch.tensor([ids + c.token_ids])).logits[0].float()
+            steps = logits[len(ids) - 1:len(ids) - 1 + len(c.token_ids)]
+            gap = steps.max(-1).values - steps.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
+            assert float(gap.max()) <= 0.05, (adapter, gap.tolist())  # as for the bf16 copy
     finally:
         engine.close()
 

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <vector>
 
 namespace {
@@ -199,6 +200,16 @@ struct Linear {
   int64_t out = 0, in = 0;
 };
 
+// A LoRA adapter's delta on one product: y += scale * B (A x), A [r, in] and B [out, r] fp32.
+struct Lora {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  int64_t rank = 0;
+  float scale = 0.f;
+};
+
+constexpr int kProjections = 7;  // q, k, v, o, gate, up, down
+
 struct Layer {
   const float* ln1 = nullptr;
   const float* ln2 = nullptr;
@@ -277,8 +288,42 @@ class FusedDecoder {
 
   // The logits [1, vocab] (fp32) of `token` at `pos` in cache slot `slot`; writes the token's
   // keys and values into the cache (per layer [slots, kv_heads, length, head_dim]).
+  // Registers adapter `id`: per layer and product (q, k, v, o, gate, up, down) its A and B
+  // (fp32, contiguous; empty tensors where the adapter leaves that product alone) and
+  // scaling. The tensors are read at every step, not copied: a trainer's in-place updates
+  // show at once.
+  void set_adapter(int64_t id, std::vector<at::Tensor> ab, std::vector<double> scales) {
+    TORCH_CHECK(ab.size() == 2 * scales.size() &&
+                    scales.size() == kProjections * layers_.size(),
+                "an A, a B and a scaling per layer and product");
+    std::vector<Lora> lora(scales.size());
+    for (size_t i = 0; i < scales.size(); ++i) {
+      const at::Tensor& a = ab[2 * i];
+      const at::Tensor& b = ab[2 * i + 1];
+      if (a.numel() == 0) continue;
+      TORCH_CHECK(a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat &&
+                      a.is_contiguous() && b.is_contiguous() && a.size(0) == b.size(1),
+                  "LoRA weights must be contiguous fp32 A [r, in] and B [out, r]");
+      lora[i] = Lora{a.data_ptr<float>(), b.data_ptr<float>(), a.size(0),
+                     static_cast<float>(scales[i])};
+    }
+    adapters_[id] = std::move(lora);
+    adapter_tensors_[id] = std::move(ab);
+  }
+
+  void drop_adapter(int64_t id) {
+    adapters_.erase(id);
+    adapter_tensors_.erase(id);
+  }
+
   at::Tensor step(int64_t token, int64_t pos, int64_t slot, std::vector<at::Tensor> cache_k,
-                  std::vector<at::Tensor> cache_v, int64_t threads) {
+                  std::vector<at::Tensor> cache_v, int64_t threads, int64_t adapter) {
+    const Lora* lora = nullptr;
+    if (adapter >= 0) {
+      auto found = adapters_.find(adapter);
+      TORCH_CHECK(found != adapters_.end(), "adapter not registered");
+      lora = found->second.data();
+    }
     TORCH_CHECK(cache_k.size() == layers_.size() && cache_v.size() == layers_.size(),
                 "one key and one value cache per layer");
     TORCH_CHECK(cache_k[0].size(2) > pos, "position past the cache's length");
@@ -287,10 +332,10 @@ class FusedDecoder {
     {
       pybind11::gil_scoped_release nogil;
       if (bf16_cache) {
-        run<bf16>(token, pos, slot, cache_k, cache_v, threads, logits.data_ptr<float>());
+        run<bf16>(token, pos, slot, cache_k, cache_v, threads, lora, logits.data_ptr<float>());
       } else {
         TORCH_CHECK(cache_k[0].scalar_type() == at::kFloat, "a bf16 or fp32 cache");
-        run<float>(token, pos, slot, cache_k, cache_v, threads, logits.data_ptr<float>());
+        run<float>(token, pos, slot, cache_k, cache_v, threads, lora, logits.data_ptr<float>());
       }
     }
     return logits;
@@ -308,17 +353,38 @@ class FusedDecoder {
     return L;
   }
 
-  void product(const Linear& L, const bf16* xb, const float* xf, float* y, int t, int T) const {
+  // This thread's rows of y = W x + bias (+ the adapter's delta, `ax`: scratch of its rank).
+  void product(const Linear& L, const Lora* lora, const bf16* xb, const float* xf, float* y,
+               float* ax, int t, int T) const {
     int64_t a, b;
     split(L.out, t, T, &a, &b);
     rows_(L.w, xb, xf, y, a, b, L.in);
     if (L.bias)
       for (int64_t r = a; r < b; ++r) y[r] += L.bias[r];
+    if (lora == nullptr || lora->a == nullptr || a == b) return;
+    for (int64_t j = 0; j < lora->rank; ++j) {  // A x: every thread (it is small)
+      const float* row = lora->a + j * L.in;
+      float s = 0.f;
+#pragma omp simd reduction(+ : s)
+      for (int64_t i = 0; i < L.in; ++i) s += row[i] * xf[i];
+      ax[j] = s * lora->scale;
+    }
+    for (int64_t r = a; r < b; ++r) {
+      const float* row = lora->b + r * lora->rank;
+      float s = 0.f;
+#pragma omp simd reduction(+ : s)
+      for (int64_t j = 0; j < lora->rank; ++j) s += row[j] * ax[j];
+      y[r] += s;
+    }
   }
 
   template <typename C>
   void run(int64_t token, int64_t pos, int64_t slot, const std::vector<at::Tensor>& cache_k,
-           const std::vector<at::Tensor>& cache_v, int64_t threads, float* logits) {
+           const std::vector<at::Tensor>& cache_v, int64_t threads, const Lora* lora,
+           float* logits) {
+    int64_t rank = 0;
+    if (lora)
+      for (size_t i = 0; i < kProjections * layers_.size(); ++i) rank = std::max(rank, lora[i].rank);
     const int64_t H = hidden_, hd = head_dim_, nq = heads_ * hd, nkv = kv_heads_ * hd;
     const int64_t inter = layers_.empty() ? 0 : layers_[0].gate.out;
     const int64_t width = std::max({H, nq, inter});
@@ -349,7 +415,7 @@ class FusedDecoder {
       barrier.threads = T;  // (an implicit barrier follows)
       std::vector<float> h(H), xf(width), scores(pos + 1);
       std::vector<bf16> xb(width);
-      std::vector<float> gv(inter), uv(inter);
+      std::vector<float> gv(inter), uv(inter), ax(rank);
       const bf16* e = reinterpret_cast<const bf16*>(embed_.data_ptr()) + token * H;
       if (embed_.scalar_type() == at::kBFloat16) {
         for (int64_t i = 0; i < H; ++i) h[i] = from_bf16(e[i]);
@@ -359,10 +425,12 @@ class FusedDecoder {
       }
       for (size_t l = 0; l < layers_.size(); ++l) {
         const Layer& L = layers_[l];
+        const Lora* ll = lora ? lora + kProjections * l : nullptr;
+        auto lo = [ll](int p) { return ll ? ll + p : nullptr; };
         rms_round(h.data(), L.ln1, eps_, H, xf.data(), xb.data());
-        product(L.q, xb.data(), xf.data(), q.data(), t, T);
-        product(L.k, xb.data(), xf.data(), k.data(), t, T);
-        product(L.v, xb.data(), xf.data(), v.data(), t, T);
+        product(L.q, lo(0), xb.data(), xf.data(), q.data(), ax.data(), t, T);
+        product(L.k, lo(1), xb.data(), xf.data(), k.data(), ax.data(), t, T);
+        product(L.v, lo(2), xb.data(), xf.data(), v.data(), ax.data(), t, T);
         barrier.wait();
         for (int64_t g = t; g < kv_heads_; g += T) {  // this thread's key heads
           float* kh = k.data() + g * hd;
@@ -409,29 +477,25 @@ class FusedDecoder {
         }
         barrier.wait();
         round_vec(attn.data(), nq, xf.data(), xb.data());
-        product(L.o, xb.data(), xf.data(), o.data(), t, T);
+        product(L.o, lo(3), xb.data(), xf.data(), o.data(), ax.data(), t, T);
         barrier.wait();
         for (int64_t i = 0; i < H; ++i) h[i] += o[i];
         rms_round(h.data(), L.ln2, eps_, H, xf.data(), xb.data());
+        product(L.gate, lo(4), xb.data(), xf.data(), gv.data(), ax.data(), t, T);
+        product(L.up, lo(5), xb.data(), xf.data(), uv.data(), ax.data(), t, T);
         {
           int64_t a, b;
-          split(inter, t, T, &a, &b);
-          rows_(L.gate.w + a * H, xb.data(), xf.data(), gv.data(), 0, b - a, H);
-          rows_(L.up.w + a * H, xb.data(), xf.data(), uv.data(), 0, b - a, H);
-          for (int64_t r = a; r < b; ++r) {
-            float gr = gv[r - a] + (L.gate.bias ? L.gate.bias[r] : 0.f);
-            float ur = uv[r - a] + (L.up.bias ? L.up.bias[r] : 0.f);
-            act[r] = gr / (1.0f + std::exp(-gr)) * ur;
-          }
+          split(inter, t, T, &a, &b);  // the rows this thread's products wrote
+          for (int64_t r = a; r < b; ++r) act[r] = gv[r] / (1.0f + std::exp(-gv[r])) * uv[r];
         }
         barrier.wait();
         round_vec(act.data(), inter, xf.data(), xb.data());
-        product(L.down, xb.data(), xf.data(), d.data(), t, T);
+        product(L.down, lo(6), xb.data(), xf.data(), d.data(), ax.data(), t, T);
         barrier.wait();
         for (int64_t i = 0; i < H; ++i) h[i] += d[i];
       }
       rms_round(h.data(), norm_, eps_, H, xf.data(), xb.data());
-      product(head_, xb.data(), xf.data(), logits, t, T);
+      product(head_, nullptr, xb.data(), xf.data(), logits, ax.data(), t, T);
     }
   }
 
@@ -444,6 +508,8 @@ class FusedDecoder {
   int64_t heads_, kv_heads_, head_dim_, hidden_ = 0;
   float eps_, rope_scaling_;
   RowsFn rows_;
+  std::map<int64_t, std::vector<Lora>> adapters_;
+  std::map<int64_t, std::vector<at::Tensor>> adapter_tensors_;
 };
 
 }  // namespace
@@ -452,5 +518,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   pybind11::class_<FusedDecoder>(m, "FusedDecoder")
       .def(pybind11::init<std::vector<at::Tensor>, int64_t, int64_t, int64_t, int64_t, double,
                           double, int64_t>())
+      .def("set_adapter", &FusedDecoder::set_adapter)
+      .def("drop_adapter", &FusedDecoder::drop_adapter)
       .def("step", &FusedDecoder::step);
 }

@@ -14,7 +14,9 @@ where the CPU has them, and does everything between the products in the same loo
 Scope, checked by `unsupported`: Qwen2- and Llama-style decoders (RMSNorm, rotary of the
 default kind, grouped-query attention, a SiLU-gated MLP) whose weights are bf16 or fp32 (an
 fp32 model's are copied to bf16 for it, as the engine's bf16 copy does), on x86 CPUs with
-AVX2 and FMA; rows with a LoRA adapter keep the eager forward. The extension is compiled
+AVX2 and FMA. A row under a PEFT LoRA adapter gets the adapter's deltas in the same step
+(read from the adapter's own fp32 tensors at every step, so a trainer's updates show at
+once); adapters it does not apply (DoRA, LoRA on the embeddings) keep the eager forward. The extension is compiled
 once per machine with the C++ compiler torch's extensions use (cached under
 ~/.cache/torch_extensions); where that fails the kernel is simply not offered.
 """
@@ -148,15 +150,70 @@ class FusedDecoder:
         self.layers = cfg.num_hidden_layers
         self.dtype = model.dtype
         self.isa = level
+        self.model = model
+        self._adapters: dict[str, tuple[Any, Any, int]] = {}  # name: (a layer, its A, number)
+        self._numbers = 0
         self._kernel = module.FusedDecoder(
             tensors, self.layers, self.heads, self.kv_heads, self.head_dim,
             float(inner.norm.variance_epsilon), float(getattr(rotary, "attention_scaling", 1.0)),
             level)
 
-    def step(self, token: int, pos: int, slot: int, cache_k: list[Any], cache_v: list[Any]) -> Any:
-        """Logits `[1, vocab]` (fp32) of `token` at `pos` of the row in cache slot `slot`;
-        the token's keys and values are written to the cache (`flat_step.SlotCache`)."""
-        return self._kernel.step(token, pos, slot, cache_k, cache_v, torch.get_num_threads())
+    def step(self, token: int, pos: int, slot: int, cache_k: list[Any], cache_v: list[Any],
+             adapter: str | None = None) -> Any:
+        """Logits `[1, vocab]` (fp32) of `token` at `pos` of the row in cache slot `slot`,
+        under LoRA `adapter` (one `runs` said yes to) or the bare base; the token's keys and
+        values are written to the cache (`flat_step.SlotCache`)."""
+        number = -1 if adapter is None else self._adapters[adapter][2]
+        return self._kernel.step(token, pos, slot, cache_k, cache_v, torch.get_num_threads(), number)
+
+    def runs(self, adapter: str) -> bool:
+        """Whether the step applies PEFT LoRA adapter `adapter` of the model (registered
+        now if it is new, or was loaded again since): plain LoRA on the decoder's products,
+        fp32 weights. Not DoRA, LoRA biases, or LoRA on the embeddings or the head."""
+        known = self._adapters.get(adapter)
+        if known is not None:
+            layer, a, _number = known
+            if layer is None:
+                return False
+            if adapter in layer.lora_A and layer.lora_A[adapter].weight is a:
+                return True
+        return self._register(adapter)
+
+    def _register(self, adapter: str) -> bool:
+        inner = self.model.model
+        for outer in (inner.embed_tokens, self.model.get_output_embeddings()):
+            if adapter in getattr(outer, "lora_A", {}) or adapter in getattr(outer, "lora_embedding_A", {}):
+                self._adapters[adapter] = (None, None, -1)
+                return False
+        ab: list[Any] = []
+        scales: list[float] = []
+        first = None
+        for layer in inner.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            for proj in (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj,
+                         mlp.gate_proj, mlp.up_proj, mlp.down_proj):
+                if adapter not in getattr(proj, "lora_A", {}):
+                    ab += [torch.empty(0), torch.empty(0)]
+                    scales.append(0.0)
+                    continue
+                a, b = proj.lora_A[adapter], proj.lora_B[adapter]
+                if (proj.use_dora.get(adapter) or b.bias is not None
+                        or a.weight.dtype != torch.float32 or b.weight.dtype != torch.float32
+                        or not (a.weight.is_contiguous() and b.weight.is_contiguous())):
+                    self._adapters[adapter] = (None, None, -1)
+                    return False
+                ab += [a.weight.detach(), b.weight.detach()]
+                scales.append(float(proj.scaling[adapter]))
+                first = first or (proj, a.weight)
+        if first is None:
+            self._adapters[adapter] = (None, None, -1)
+            return False
+        self._numbers += 1
+        if adapter in self._adapters and self._adapters[adapter][2] >= 0:
+            self._kernel.drop_adapter(self._adapters[adapter][2])
+        self._kernel.set_adapter(self._numbers, ab, scales)
+        self._adapters[adapter] = (first[0], first[1], self._numbers)
+        return True
 
     def scratch_step(self) -> Any:
         """One step on a cache of its own (what `choose_kernels` times)."""

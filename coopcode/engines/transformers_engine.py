@@ -164,8 +164,8 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
     that multiplies by a copy of the weights (`coopcode.engines.weight_copies`, made by
     `make_copies`): "packed" (oneDNN on prepacked weights) or "bf16" (a bf16 copy of fp32
     weights on torch's own kernels); or, for one token, "fused" (the whole step in one
-    compiled call, `coopcode.engines.fused_decode`; rows under a LoRA adapter then run
-    `choice["one adapter"]`, the fastest of the others). Timed on `model` itself (best of
+    compiled call, `coopcode.engines.fused_decode`; rows under an adapter it does not apply
+    then run `choice["one adapter"]`, the fastest of the others). Timed on `model` itself (best of
     `reps` forwards of 1 and of 32 tokens each) and remembered under `key`. Returns the
     choice, and the weight copies it uses (made only then: they cost memory), or None.
 
@@ -491,9 +491,10 @@ class TransformersEngine(Engine):
         kernel = self.kernels["one" if len(tokens) == 1 else "many"]
         if kernel == "fused":
             fused = self.copies.fused if self.copies is not None else None
-            if fused is not None and adapters[0] is None:
+            if fused is not None and (adapters[0] is None or fused.runs(adapters[0])):
                 slot = plan.decode_slots[0] if plan.decode_slots else plan.chunks[0][0]
-                logits = fused.step(tokens[0], positions[0], slot, plan.cache.k, plan.cache.v)
+                logits = fused.step(tokens[0], positions[0], slot, plan.cache.k, plan.cache.v,
+                                    adapters[0])
                 return logits if keep else logits[:0]
             kernel = self.kernels["one adapter"]
         inputs = dict(input_ids=torch.tensor([tokens], device=self.device),
