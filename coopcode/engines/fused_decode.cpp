@@ -42,7 +42,10 @@ inline bf16 to_bf16(float f) {  // round to nearest even
 }
 
 // ---- y[r] = W[r] . x for rows [r0, r1) of a bf16 matrix with n columns --------------------
-// x: the input rounded to bf16, as bf16 (xb) and as float (xf).
+// `xk`: the input (rounded to bf16) in the kernel's own layout (`arrange`), `xf`: as floats.
+// One row at a time, read front to back: with the 0.5B model's short rows (896 columns) that
+// streamed the weights up to 1.3-2x faster than 4 rows interleaved (measured, see
+// BENCHMARKS.md "The fused one-token step").
 
 float dot_tail(const bf16* w, const float* xf, int64_t i, int64_t n) {
   float s = 0.f;
@@ -50,81 +53,66 @@ float dot_tail(const bf16* w, const float* xf, int64_t i, int64_t n) {
   return s;
 }
 
+// Kernels without bf16 dot products widen bf16 pairs without shuffles: a 32-bit lane holding
+// elements 2j (low half) and 2j+1 (high half) gives element 2j+1 as a float by masking the
+// low half and element 2j by shifting it up. So the input is stored per block of `width`
+// elements as its even elements, then its odd ones.
+void arrange(const float* xf, int64_t n, int64_t width, float* xa) {
+  const int64_t nv = n / width * width;
+  for (int64_t c = 0; c < nv; c += width)
+    for (int64_t j = 0; j < width / 2; ++j) {
+      xa[c + j] = xf[c + 2 * j];
+      xa[c + width / 2 + j] = xf[c + 2 * j + 1];
+    }
+}
+
 __attribute__((target("avx512f,avx512bw,avx512bf16")))
-void rows_avx512bf16(const bf16* W, const bf16* xb, const float* xf, float* y, int64_t r0,
+void rows_avx512bf16(const bf16* W, const void* xk, const float* xf, float* y, int64_t r0,
                      int64_t r1, int64_t n) {
-  const int64_t nv = n / 32 * 32;
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    const bf16* w0 = W + r * n;
-    const bf16* w1 = w0 + n;
-    const bf16* w2 = w1 + n;
-    const bf16* w3 = w2 + n;
+  const bf16* xb = static_cast<const bf16*>(xk);
+  const int64_t n4 = n / 128 * 128, nv = n / 32 * 32;
+  for (int64_t r = r0; r < r1; ++r) {
+    const bf16* w = W + r * n;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = 0; i < nv; i += 32) {
-      __m512bh xv = (__m512bh)_mm512_loadu_si512(xb + i);
-      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w0 + i), xv);
-      a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(w1 + i), xv);
-      a2 = _mm512_dpbf16_ps(a2, (__m512bh)_mm512_loadu_si512(w2 + i), xv);
-      a3 = _mm512_dpbf16_ps(a3, (__m512bh)_mm512_loadu_si512(w3 + i), xv);
+    int64_t i = 0;
+    for (; i < n4; i += 128) {
+      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(xb + i));
+      a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(w + i + 32), (__m512bh)_mm512_loadu_si512(xb + i + 32));
+      a2 = _mm512_dpbf16_ps(a2, (__m512bh)_mm512_loadu_si512(w + i + 64), (__m512bh)_mm512_loadu_si512(xb + i + 64));
+      a3 = _mm512_dpbf16_ps(a3, (__m512bh)_mm512_loadu_si512(w + i + 96), (__m512bh)_mm512_loadu_si512(xb + i + 96));
     }
-    y[r] = _mm512_reduce_add_ps(a0) + dot_tail(w0, xf, nv, n);
-    y[r + 1] = _mm512_reduce_add_ps(a1) + dot_tail(w1, xf, nv, n);
-    y[r + 2] = _mm512_reduce_add_ps(a2) + dot_tail(w2, xf, nv, n);
-    y[r + 3] = _mm512_reduce_add_ps(a3) + dot_tail(w3, xf, nv, n);
-  }
-  for (; r < r1; ++r) {
-    const bf16* w0 = W + r * n;
-    __m512 a0 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nv; i += 32)
-      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w0 + i),
-                            (__m512bh)_mm512_loadu_si512(xb + i));
-    y[r] = _mm512_reduce_add_ps(a0) + dot_tail(w0, xf, nv, n);
+    for (; i < nv; i += 32)
+      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(xb + i));
+    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) +
+           dot_tail(w, xf, nv, n);
   }
 }
 
 __attribute__((target("avx512f,avx512bw")))
-inline __m512 load16_avx512(const bf16* p) {
-  __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-__attribute__((target("avx512f,avx512bw")))
-void rows_avx512(const bf16* W, const bf16*, const float* xf, float* y, int64_t r0, int64_t r1,
+void rows_avx512(const bf16* W, const void* xk, const float* xf, float* y, int64_t r0, int64_t r1,
                  int64_t n) {
-  const int64_t nv = n / 16 * 16;
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    const bf16* w0 = W + r * n;
-    const bf16* w1 = w0 + n;
-    const bf16* w2 = w1 + n;
-    const bf16* w3 = w2 + n;
+  const float* xa = static_cast<const float*>(xk);  // per 32: 16 even, 16 odd elements
+  const int64_t n2 = n / 64 * 64, nv = n / 32 * 32;
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int64_t r = r0; r < r1; ++r) {
+    const bf16* w = W + r * n;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = 0; i < nv; i += 16) {
-      __m512 xv = _mm512_loadu_ps(xf + i);
-      a0 = _mm512_fmadd_ps(load16_avx512(w0 + i), xv, a0);
-      a1 = _mm512_fmadd_ps(load16_avx512(w1 + i), xv, a1);
-      a2 = _mm512_fmadd_ps(load16_avx512(w2 + i), xv, a2);
-      a3 = _mm512_fmadd_ps(load16_avx512(w3 + i), xv, a3);
+    int64_t i = 0;
+    for (; i < n2; i += 64) {
+      const __m512i u = _mm512_loadu_si512(w + i), v = _mm512_loadu_si512(w + i + 32);
+      a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), _mm512_loadu_ps(xa + i), a0);
+      a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(u, high)), _mm512_loadu_ps(xa + i + 16), a1);
+      a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), _mm512_loadu_ps(xa + i + 32), a2);
+      a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, high)), _mm512_loadu_ps(xa + i + 48), a3);
     }
-    y[r] = _mm512_reduce_add_ps(a0) + dot_tail(w0, xf, nv, n);
-    y[r + 1] = _mm512_reduce_add_ps(a1) + dot_tail(w1, xf, nv, n);
-    y[r + 2] = _mm512_reduce_add_ps(a2) + dot_tail(w2, xf, nv, n);
-    y[r + 3] = _mm512_reduce_add_ps(a3) + dot_tail(w3, xf, nv, n);
+    for (; i < nv; i += 32) {
+      const __m512i u = _mm512_loadu_si512(w + i);
+      a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), _mm512_loadu_ps(xa + i), a0);
+      a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(u, high)), _mm512_loadu_ps(xa + i + 16), a1);
+    }
+    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) +
+           dot_tail(w, xf, nv, n);
   }
-  for (; r < r1; ++r) {
-    const bf16* w0 = W + r * n;
-    __m512 a0 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < nv; i += 16)
-      a0 = _mm512_fmadd_ps(load16_avx512(w0 + i), _mm512_loadu_ps(xf + i), a0);
-    y[r] = _mm512_reduce_add_ps(a0) + dot_tail(w0, xf, nv, n);
-  }
-}
-
-__attribute__((target("avx2,fma")))
-inline __m256 load8_avx2(const bf16* p) {
-  __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
 __attribute__((target("avx2,fma")))
@@ -136,38 +124,34 @@ inline float hsum_avx2(__m256 v) {
 }
 
 __attribute__((target("avx2,fma")))
-void rows_avx2(const bf16* W, const bf16*, const float* xf, float* y, int64_t r0, int64_t r1,
+void rows_avx2(const bf16* W, const void* xk, const float* xf, float* y, int64_t r0, int64_t r1,
                int64_t n) {
-  const int64_t nv = n / 8 * 8;
-  int64_t r = r0;
-  for (; r + 4 <= r1; r += 4) {
-    const bf16* w0 = W + r * n;
-    const bf16* w1 = w0 + n;
-    const bf16* w2 = w1 + n;
-    const bf16* w3 = w2 + n;
+  const float* xa = static_cast<const float*>(xk);  // per 16: 8 even, 8 odd elements
+  const int64_t n2 = n / 32 * 32, nv = n / 16 * 16;
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  for (int64_t r = r0; r < r1; ++r) {
+    const bf16* w = W + r * n;
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = 0; i < nv; i += 8) {
-      __m256 xv = _mm256_loadu_ps(xf + i);
-      a0 = _mm256_fmadd_ps(load8_avx2(w0 + i), xv, a0);
-      a1 = _mm256_fmadd_ps(load8_avx2(w1 + i), xv, a1);
-      a2 = _mm256_fmadd_ps(load8_avx2(w2 + i), xv, a2);
-      a3 = _mm256_fmadd_ps(load8_avx2(w3 + i), xv, a3);
+    int64_t i = 0;
+    for (; i < n2; i += 32) {
+      const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i));
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i + 16));
+      a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(u, 16)), _mm256_loadu_ps(xa + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(u, high)), _mm256_loadu_ps(xa + i + 8), a1);
+      a2 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), _mm256_loadu_ps(xa + i + 16), a2);
+      a3 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, high)), _mm256_loadu_ps(xa + i + 24), a3);
     }
-    y[r] = hsum_avx2(a0) + dot_tail(w0, xf, nv, n);
-    y[r + 1] = hsum_avx2(a1) + dot_tail(w1, xf, nv, n);
-    y[r + 2] = hsum_avx2(a2) + dot_tail(w2, xf, nv, n);
-    y[r + 3] = hsum_avx2(a3) + dot_tail(w3, xf, nv, n);
-  }
-  for (; r < r1; ++r) {
-    const bf16* w0 = W + r * n;
-    __m256 a0 = _mm256_setzero_ps();
-    for (int64_t i = 0; i < nv; i += 8)
-      a0 = _mm256_fmadd_ps(load8_avx2(w0 + i), _mm256_loadu_ps(xf + i), a0);
-    y[r] = hsum_avx2(a0) + dot_tail(w0, xf, nv, n);
+    for (; i < nv; i += 16) {
+      const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i));
+      a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(u, 16)), _mm256_loadu_ps(xa + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(u, high)), _mm256_loadu_ps(xa + i + 8), a1);
+    }
+    y[r] = hsum_avx2(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) +
+           dot_tail(w, xf, nv, n);
   }
 }
 
-using RowsFn = void (*)(const bf16*, const bf16*, const float*, float*, int64_t, int64_t, int64_t);
+using RowsFn = void (*)(const bf16*, const void*, const float*, float*, int64_t, int64_t, int64_t);
 
 // A barrier the team spins on between the phases of one token (all threads are busy then);
 // it yields the core after a while, in case a thread was descheduled.
@@ -217,10 +201,11 @@ struct Layer {
 };
 
 inline void split(int64_t n, int t, int T, int64_t* a, int64_t* b) {
-  // Rows in groups of 4 (the kernels' unit), as evenly as that allows.
-  const int64_t groups = (n + 3) / 4;
-  *a = std::min(n, groups * t / T * 4);
-  *b = std::min(n, groups * (t + 1) / T * 4);
+  // Rows in groups of 16 (a cache line of outputs: no two threads write one), as evenly as
+  // that allows.
+  const int64_t groups = (n + 15) / 16;
+  *a = std::min(n, groups * t / T * 16);
+  *b = std::min(n, groups * (t + 1) / T * 16);
 }
 
 inline void rms_round(const float* h, const float* w, float eps, int64_t n, float* xf, bf16* xb) {
@@ -264,6 +249,8 @@ class FusedDecoder {
     // q.w, q.b, k.w, k.b, v.w, v.b, o.w, o.b, gate.w, gate.b, up.w, up.b, down.w, down.b
     // (biases may be empty tensors).
     rows_ = isa >= 2 ? rows_avx512bf16 : isa == 1 ? rows_avx512 : rows_avx2;
+    level_ = isa;
+    block_ = isa == 1 ? 32 : 16;
     TORCH_CHECK(static_cast<int64_t>(held_.size()) == 4 + 16 * layers, "wrong tensor count");
     embed_ = held_[0];
     norm_ = held_[1].data_ptr<float>();
@@ -354,11 +341,11 @@ class FusedDecoder {
   }
 
   // This thread's rows of y = W x + bias (+ the adapter's delta, `ax`: scratch of its rank).
-  void product(const Linear& L, const Lora* lora, const bf16* xb, const float* xf, float* y,
+  void product(const Linear& L, const Lora* lora, const void* xk, const float* xf, float* y,
                float* ax, int t, int T) const {
     int64_t a, b;
     split(L.out, t, T, &a, &b);
-    rows_(L.w, xb, xf, y, a, b, L.in);
+    rows_(L.w, xk, xf, y, a, b, L.in);
     if (L.bias)
       for (int64_t r = a; r < b; ++r) y[r] += L.bias[r];
     if (lora == nullptr || lora->a == nullptr || a == b) return;
@@ -415,6 +402,11 @@ class FusedDecoder {
       barrier.threads = T;  // (an implicit barrier follows)
       std::vector<float> h(H), xf(width), scores(pos + 1);
       std::vector<bf16> xb(width);
+      std::vector<float> xa(width);
+      const void* xk = level_ >= 2 ? static_cast<const void*>(xb.data()) : xa.data();
+      auto ready = [&](int64_t n) {  // the input in the kernel's layout
+        if (level_ < 2) arrange(xf.data(), n, block_, xa.data());
+      };
       std::vector<float> gv(inter), uv(inter), ax(rank);
       const bf16* e = reinterpret_cast<const bf16*>(embed_.data_ptr()) + token * H;
       if (embed_.scalar_type() == at::kBFloat16) {
@@ -428,9 +420,10 @@ class FusedDecoder {
         const Lora* ll = lora ? lora + kProjections * l : nullptr;
         auto lo = [ll](int p) { return ll ? ll + p : nullptr; };
         rms_round(h.data(), L.ln1, eps_, H, xf.data(), xb.data());
-        product(L.q, lo(0), xb.data(), xf.data(), q.data(), ax.data(), t, T);
-        product(L.k, lo(1), xb.data(), xf.data(), k.data(), ax.data(), t, T);
-        product(L.v, lo(2), xb.data(), xf.data(), v.data(), ax.data(), t, T);
+        ready(H);
+        product(L.q, lo(0), xk, xf.data(), q.data(), ax.data(), t, T);
+        product(L.k, lo(1), xk, xf.data(), k.data(), ax.data(), t, T);
+        product(L.v, lo(2), xk, xf.data(), v.data(), ax.data(), t, T);
         barrier.wait();
         for (int64_t g = t; g < kv_heads_; g += T) {  // this thread's key heads
           float* kh = k.data() + g * hd;
@@ -477,12 +470,14 @@ class FusedDecoder {
         }
         barrier.wait();
         round_vec(attn.data(), nq, xf.data(), xb.data());
-        product(L.o, lo(3), xb.data(), xf.data(), o.data(), ax.data(), t, T);
+        ready(nq);
+        product(L.o, lo(3), xk, xf.data(), o.data(), ax.data(), t, T);
         barrier.wait();
         for (int64_t i = 0; i < H; ++i) h[i] += o[i];
         rms_round(h.data(), L.ln2, eps_, H, xf.data(), xb.data());
-        product(L.gate, lo(4), xb.data(), xf.data(), gv.data(), ax.data(), t, T);
-        product(L.up, lo(5), xb.data(), xf.data(), uv.data(), ax.data(), t, T);
+        ready(H);
+        product(L.gate, lo(4), xk, xf.data(), gv.data(), ax.data(), t, T);
+        product(L.up, lo(5), xk, xf.data(), uv.data(), ax.data(), t, T);
         {
           int64_t a, b;
           split(inter, t, T, &a, &b);  // the rows this thread's products wrote
@@ -490,12 +485,14 @@ class FusedDecoder {
         }
         barrier.wait();
         round_vec(act.data(), inter, xf.data(), xb.data());
-        product(L.down, lo(6), xb.data(), xf.data(), d.data(), ax.data(), t, T);
+        ready(inter);
+        product(L.down, lo(6), xk, xf.data(), d.data(), ax.data(), t, T);
         barrier.wait();
         for (int64_t i = 0; i < H; ++i) h[i] += d[i];
       }
       rms_round(h.data(), norm_, eps_, H, xf.data(), xb.data());
-      product(head_, nullptr, xb.data(), xf.data(), logits, ax.data(), t, T);
+      ready(H);
+      product(head_, nullptr, xk, xf.data(), logits, ax.data(), t, T);
     }
   }
 
@@ -508,6 +505,7 @@ class FusedDecoder {
   int64_t heads_, kv_heads_, head_dim_, hidden_ = 0;
   float eps_, rope_scaling_;
   RowsFn rows_;
+  int64_t level_ = 0, block_ = 16;
   std::map<int64_t, std::vector<Lora>> adapters_;
   std::map<int64_t, std::vector<at::Tensor>> adapter_tensors_;
 };
