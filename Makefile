@@ -35,7 +35,7 @@ vllm-env:
 	bash scripts/setup_vllm.sh .venv-vllm
 
 # Exit 1 means the model's program failed a test: still a finished demo, not a broken make.
-demo: image model
+demo: image model tools
 	$(COOP) solve examples/below_zero.py || test $$? -eq 1
 
 test: image model tools vllm-env
