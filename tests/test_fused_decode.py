@@ -1,6 +1,6 @@
 """The fused one-token decode step (`coopcode.engines.fused_decode`) on the tiny random Qwen2:
-the model's logits and cache on every kernel level, the engine's use of it (base rows only),
-and what it refuses."""
+the model's logits and cache on every kernel level, LoRA adapters in the step, the engine's
+use of it for lone rows, and what it refuses."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from typing import Any
 import pytest
 from adapter_helpers import make_adapter
 
-from coopcode.engines import GenerationRequest, SamplingParams
+from coopcode.engines import GenerationRequest, SamplingParams, fused_decode
 from coopcode.engines.transformers_engine import TransformersEngine
-
-from coopcode.engines import fused_decode  # noqa: E402
 
 LEVEL = fused_decode.isa_level()
 
