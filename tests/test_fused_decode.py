@@ -49,6 +49,11 @@ def _cache(model, slots: int = 3, length: int = 128):  # noqa: ANN001, ANN202
             [torch.zeros(shape, dtype=model.dtype) for _ in range(cfg.num_hidden_layers)])
 
 
+def _one(fused, token: int, pos: int, slot: int, k, v, adapter: str | None = None):  # noqa: ANN001, ANN202
+    """The logits of one row's step."""
+    return fused.step([token], [pos], [slot], k, v, [adapter])[0]
+
+
 @needs_kernel
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("level", [0, 1, 2])
@@ -72,7 +77,7 @@ def test_the_fused_step_gives_the_models_logits_and_cache(tiny_model_dir: Path, 
     fused = fused_decode.FusedDecoder(model, isa=level)
     assert fused.isa == level
     k, v = _cache(model)
-    got = torch.stack([fused.step(int(t), p, 1, k, v)[0] for p, t in enumerate(ids[0])])
+    got = torch.stack([_one(fused, int(t), p, 1, k, v) for p, t in enumerate(ids[0])])
     assert got.dtype == torch.float32 and got.shape == want.shape
     error = float((got - want).abs().max())  # 0.3% of the largest logit here; a wrong rotation 5%
     assert error < 0.01 * float(want.abs().max()), error
@@ -89,7 +94,7 @@ def test_the_fused_step_gives_the_models_logits_and_cache(tiny_model_dir: Path, 
     k1, v1 = _cache(model)
     torch.set_num_threads(1)
     try:
-        alone = torch.stack([fused.step(int(t), p, 1, k1, v1)[0] for p, t in enumerate(ids[0])])
+        alone = torch.stack([_one(fused, int(t), p, 1, k1, v1) for p, t in enumerate(ids[0])])
     finally:
         torch.set_num_threads(threads)
     assert torch.equal(alone, got)
@@ -107,7 +112,7 @@ def test_the_fused_step_catches_a_wrong_rotation(tiny_model_dir: Path) -> None:
         want = model(input_ids=ids).logits[0]
     fused = fused_decode.FusedDecoder(model)
     k, v = _cache(model)
-    got = torch.stack([fused.step(int(t), p + (p > 5), 0, k, v)[0] for p, t in enumerate(ids[0])])
+    got = torch.stack([_one(fused, int(t), p + (p > 5), 0, k, v) for p, t in enumerate(ids[0])])
     assert float((got[7:] - want[7:]).abs().max()) > 0.01 * float(want.abs().max())
 
 
@@ -137,7 +142,7 @@ def test_the_fused_step_applies_a_lora_adapter_and_sees_it_change(tiny_model_dir
                 peft.set_adapter(adapter)
                 want = peft(input_ids=ids).logits[0]
         k, v = _cache(model)
-        got = torch.stack([fused.step(int(t), p, 0, k, v, adapter)[0] for p, t in enumerate(ids[0])])
+        got = torch.stack([_one(fused, int(t), p, 0, k, v, adapter) for p, t in enumerate(ids[0])])
         error = float((got - want).abs().max())  # bf16 rounding of the products' inputs, which
         assert error < 0.02 * float(want.abs().max()), (adapter, error)  # random deltas amplify
         return want
@@ -164,12 +169,63 @@ def test_the_fused_step_applies_a_lora_adapter_and_sees_it_change(tiny_model_dir
 
 
 @needs_kernel
-def test_the_engine_runs_lone_rows_on_the_fused_step(
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_the_fused_step_runs_several_rows_at_once(tiny_model_dir: Path, tmp_path: Path,
+                                                  level: int) -> None:
+    """Up to MAX_ROWS rows in one step, each at its own position, in its own slot, under its
+    own adapter or none: every row's logits and cache are the ones it gets stepping alone
+    (to within the order of fp32 sums), on every kernel level; wrong rows are refused."""
+    import torch
+    from peft import PeftModel
+
+    if level > LEVEL:
+        pytest.skip(f"kernel level {level} needs a CPU this one is not")
+    model = _model(tiny_model_dir, "bfloat16")
+    peft = PeftModel.from_pretrained(
+        model, str(make_adapter(tiny_model_dir, tmp_path / "a", seed=5, targets=ALL)),
+        adapter_name="main").eval()
+    peft.load_adapter(str(make_adapter(tiny_model_dir, tmp_path / "b", seed=6, targets=ALL[:4])),
+                      adapter_name="helper")
+    for name in ("main", "helper"):  # the engine keeps its adapters' weights in fp32
+        for m in model.modules():
+            if hasattr(m, "lora_A") and name in m.lora_A:
+                m.lora_A[name].float()
+                m.lora_B[name].float()
+    fused = fused_decode.FusedDecoder(model, isa=level)
+    assert fused.runs("main") and fused.runs("helper")
+    rows = fused_decode.MAX_ROWS
+    slots = [5, 0, 7, 2, 3, 6, 1, 4][:rows]  # not in order
+    adapters = [None, "main", "helper", "main", None, "helper", "main", None][:rows]
+    starts = [3 * r for r in range(rows)]  # each row joins at its own position
+    ids = torch.randint(0, 5000, (rows, 30), generator=torch.Generator().manual_seed(11))
+    together = _cache(model, slots=rows)
+    alone = _cache(model, slots=rows)
+    for p in range(max(starts) + 6):
+        live = [r for r in range(rows) if starts[r] <= p]
+        step = fused.step([int(ids[r, p - starts[r]]) for r in live], [p - starts[r] for r in live],
+                          [slots[r] for r in live], *together, [adapters[r] for r in live])
+        for i, r in enumerate(live):
+            one = _one(fused, int(ids[r, p - starts[r]]), p - starts[r], slots[r], *alone, adapters[r])
+            assert torch.allclose(step[i], one, rtol=1e-3, atol=1e-3 * float(one.abs().max())), (p, r)
+    for ours, theirs in zip(together[0] + together[1], alone[0] + alone[1], strict=True):
+        assert torch.allclose(ours.float(), theirs.float(), atol=0.02, rtol=0.02)
+    k, v = together
+    with pytest.raises(RuntimeError, match="1 to"):
+        fused.step([1] * (rows + 1), [0] * (rows + 1), list(range(rows + 1)), k, v)
+    with pytest.raises(RuntimeError, match="two rows in one slot"):
+        fused.step([1, 2], [0, 0], [3, 3], k, v)
+    with pytest.raises(RuntimeError, match="no such cache slot"):
+        fused.step([1], [0], [rows], k, v)
+
+
+@needs_kernel
+def test_the_engine_runs_decoding_rows_on_the_fused_step(
         tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Chosen for one-token forwards, the fused step decodes every lone row, bare or under a
-    LoRA adapter (the model's own forward then runs only for prompts and batches), greedy to
-    within bf16 rounding by teacher forcing; a row under an adapter it does not apply runs
-    the other kernel measured fastest, remembered with the choice."""
+    """Chosen for one-token forwards and for a few decoding rows, the fused step decodes
+    every lone row, bare or under a LoRA adapter, and rows in flight together under mixed
+    adapters (the model's own forward then runs only where prompts are), greedy to within
+    bf16 rounding by teacher forcing; a row under an adapter it does not apply runs the other
+    kernel measured fastest, remembered with the choice."""
     import torch
 
     from coopcode.engines import transformers_engine as te
@@ -181,30 +237,29 @@ def test_the_engine_runs_lone_rows_on_the_fused_step(
         engine.batcher()
         (entry,) = [v for v in json.loads((tmp_path / "cpu-format.json").read_text()).values()
                     if "kernels" in v]
-        assert "fused" in entry["seconds"]["one"] and "fused" not in entry["seconds"]["many"]
+        assert "fused" in entry["seconds"]["one"] and "fused" in entry["seconds"]["few"]
+        assert "fused" not in entry["seconds"]["many"]
         assert (engine.kernels["one"] == "fused") == ("one adapter" in entry["kernels"])
-        if engine.kernels["one"] != "fused":  # measured slower for the tiny model here: use it anyway
+        if "fused" not in (engine.kernels["one"], engine.kernels["few"]):  # measured slower
             engine.copies = engine.copies or weight_copies.WeightCopies(engine.base, set())
-            engine.copies.add({"fused"})
-            engine.kernels = {**engine.kernels, "one": "fused", "one adapter": "aten"}
+            engine.copies.add({"fused"})  # for the tiny model here: use it anyway
+        engine.kernels = {**engine.kernels, "one": "fused", "few": "fused",
+                          "one adapter": engine.kernels.get("one adapter", "aten")}
         engine.load_adapter("main", str(make_adapter(tiny_model_dir, tmp_path / "main", seed=3,
                                                       targets=ALL)))
         engine.load_adapter("biased", str(make_adapter(tiny_model_dir, tmp_path / "biased", seed=4,
                                                         lora_bias=True)))
-        seen: list[int] = []
-        prompt = engine.render_chat([{"role": "user", "content": "Write a function."}])
+        eager: list[int] = []
+        hook = engine.base.register_forward_pre_hook(
+            lambda _m, a, kw: eager.append(kw.get("input_ids", a and a[0]).shape[1]), with_kwargs=True)
+        fused_rows: list[int] = []
+        step = engine.copies.fused.step
+        monkeypatch.setattr(engine.copies.fused, "step",
+                            lambda tokens, *a: fused_rows.append(len(tokens)) or step(tokens, *a))
         greedy = SamplingParams(n=1, max_new_tokens=10, temperature=0.0, seed=0)
-        ids = engine.encode(prompt)
-        for adapter in (None, "main", "biased"):
-            seen.clear()
-            hook = engine.base.register_forward_pre_hook(
-                lambda _m, _a, kw: seen.append(kw["input_ids"].shape[1]), with_kwargs=True)
-            ((c,),) = engine.generate([GenerationRequest(prompt, greedy, adapter=adapter)])
-            hook.remove()
-            if adapter == "biased":
-                assert seen.count(1) >= 5, seen  # eager one-token forwards
-            else:
-                assert seen and all(n > 1 for n in seen), seen  # the prompt only: steps fused
+
+        def check(prompt: str, adapter: str | None, c: Any) -> None:
+            ids = engine.encode(prompt)
             with torch.inference_mode():
                 if adapter is None:
                     with engine.peft.disable_adapter():
@@ -215,6 +270,25 @@ def test_the_engine_runs_lone_rows_on_the_fused_step(
             steps = logits[len(ids) - 1:len(ids) - 1 + len(c.token_ids)]
             gap = steps.max(-1).values - steps.gather(-1, torch.tensor(c.token_ids)[:, None])[:, 0]
             assert float(gap.max()) <= 0.05, (adapter, gap.tolist())  # as for the bf16 copy
+
+        prompts = [engine.render_chat([{"role": "user", "content": f"Write function number {i}."}])
+                   for i in range(3)]
+        for adapter in (None, "main", "biased"):  # one at a time: lone rows
+            eager.clear()
+            ((c,),) = engine.generate([GenerationRequest(prompts[0], greedy, adapter=adapter)])
+            if adapter == "biased":
+                assert eager.count(1) >= 5, eager  # eager one-token forwards
+            else:
+                assert eager and all(n > 1 for n in eager), eager  # the prompt only: steps fused
+            check(prompts[0], adapter, c)
+        hook.remove()
+        eager.clear()
+        fused_rows.clear()
+        mixed = [(prompts[0], None), (prompts[1], "main"), (prompts[2], "main")]
+        done = engine.generate([GenerationRequest(p, greedy, adapter=a) for p, a in mixed])
+        assert max(fused_rows) == 3, fused_rows  # the three rows decoded in one step
+        for (p, a), (c,) in zip(mixed, done, strict=True):
+            check(p, a, c)
     finally:
         engine.close()
 

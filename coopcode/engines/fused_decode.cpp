@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <vector>
 
 namespace {
@@ -41,11 +42,14 @@ inline bf16 to_bf16(float f) {  // round to nearest even
   return static_cast<bf16>(u >> 16);
 }
 
-// ---- y[r] = W[r] . x for rows [r0, r1) of a bf16 matrix with n columns --------------------
-// `xk`: the input (rounded to bf16) in the kernel's own layout (`arrange`), `xf`: as floats.
-// One row at a time, read front to back: with the 0.5B model's short rows (896 columns) that
+// ---- y[k][r] = W[r] . x[k] for rows [r0, r1) of a bf16 matrix with n columns, inputs k < R --
+// `xk`: the inputs (rounded to bf16) in the kernel's own layout (`arrange`), `xf`: as floats,
+// input k at offset k * xs of both; y[k][r] at y + k * ys + r. One row at a time, read front
+// to back, once for all R inputs: with the 0.5B model's short rows (896 columns) that
 // streamed the weights up to 1.3-2x faster than 4 rows interleaved (measured, see
-// BENCHMARKS.md "The fused one-token step").
+// BENCHMARKS.md "The fused one-token step"). U blocks a step per input, S accumulators per
+// block (even and odd elements apart, or together): enough independent sums for one input,
+// no more registers than the ISA has for eight.
 
 float dot_tail(const bf16* w, const float* xf, int64_t i, int64_t n) {
   float s = 0.f;
@@ -66,54 +70,93 @@ void arrange(const float* xf, int64_t n, int64_t width, float* xa) {
     }
 }
 
-__attribute__((target("avx512f,avx512bw,avx512bf16")))
-void rows_avx512bf16(const bf16* W, const void* xk, const float* xf, float* y, int64_t r0,
-                     int64_t r1, int64_t n) {
+using RowsFn = void (*)(const bf16* W, const void* xk, const float* xf, int64_t xs, float* y,
+                        int64_t ys, int64_t r0, int64_t r1, int64_t n);
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512bf16")
+
+template <int R, int U>
+void rows_avx512bf16(const bf16* W, const void* xk, const float* xf, int64_t xs, float* y,
+                     int64_t ys, int64_t r0, int64_t r1, int64_t n) {
   const bf16* xb = static_cast<const bf16*>(xk);
-  const int64_t n4 = n / 128 * 128, nv = n / 32 * 32;
+  constexpr int64_t kStep = 32 * U;
+  const int64_t nu = n / kStep * kStep, nv = n / 32 * 32;
   for (int64_t r = r0; r < r1; ++r) {
     const bf16* w = W + r * n;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 acc[R][U];
+#pragma GCC unroll 8
+    for (int k = 0; k < R; ++k)
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) acc[k][u] = _mm512_setzero_ps();
     int64_t i = 0;
-    for (; i < n4; i += 128) {
-      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(xb + i));
-      a1 = _mm512_dpbf16_ps(a1, (__m512bh)_mm512_loadu_si512(w + i + 32), (__m512bh)_mm512_loadu_si512(xb + i + 32));
-      a2 = _mm512_dpbf16_ps(a2, (__m512bh)_mm512_loadu_si512(w + i + 64), (__m512bh)_mm512_loadu_si512(xb + i + 64));
-      a3 = _mm512_dpbf16_ps(a3, (__m512bh)_mm512_loadu_si512(w + i + 96), (__m512bh)_mm512_loadu_si512(xb + i + 96));
+    for (; i < nu; i += kStep) {
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) {
+        const __m512bh wv = (__m512bh)_mm512_loadu_si512(w + i + 32 * u);
+#pragma GCC unroll 8
+        for (int k = 0; k < R; ++k)
+          acc[k][u] = _mm512_dpbf16_ps(acc[k][u], wv,
+                                       (__m512bh)_mm512_loadu_si512(xb + k * xs + i + 32 * u));
+      }
     }
-    for (; i < nv; i += 32)
-      a0 = _mm512_dpbf16_ps(a0, (__m512bh)_mm512_loadu_si512(w + i), (__m512bh)_mm512_loadu_si512(xb + i));
-    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) +
-           dot_tail(w, xf, nv, n);
+    for (; i < nv; i += 32) {
+      const __m512bh wv = (__m512bh)_mm512_loadu_si512(w + i);
+#pragma GCC unroll 8
+      for (int k = 0; k < R; ++k)
+        acc[k][0] = _mm512_dpbf16_ps(acc[k][0], wv, (__m512bh)_mm512_loadu_si512(xb + k * xs + i));
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < R; ++k) {
+      __m512 s = acc[k][0];
+#pragma GCC unroll 4
+      for (int u = 1; u < U; ++u) s = _mm512_add_ps(s, acc[k][u]);
+      y[k * ys + r] = _mm512_reduce_add_ps(s) + dot_tail(w, xf + k * xs, nv, n);
+    }
   }
 }
 
-__attribute__((target("avx512f,avx512bw")))
-void rows_avx512(const bf16* W, const void* xk, const float* xf, float* y, int64_t r0, int64_t r1,
-                 int64_t n) {
+template <int R, int U, int S>
+void rows_avx512(const bf16* W, const void* xk, const float* xf, int64_t xs, float* y,
+                 int64_t ys, int64_t r0, int64_t r1, int64_t n) {
   const float* xa = static_cast<const float*>(xk);  // per 32: 16 even, 16 odd elements
-  const int64_t n2 = n / 64 * 64, nv = n / 32 * 32;
+  constexpr int64_t kStep = 32 * U;
+  const int64_t nu = n / kStep * kStep, nv = n / 32 * 32;
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t r = r0; r < r1; ++r) {
     const bf16* w = W + r * n;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 acc[R][U * S];
+#pragma GCC unroll 8
+    for (int k = 0; k < R; ++k)
+#pragma GCC unroll 8
+      for (int u = 0; u < U * S; ++u) acc[k][u] = _mm512_setzero_ps();
+    auto block = [&](int64_t at, int u) __attribute__((always_inline)) {
+      const __m512i wv = _mm512_loadu_si512(w + at);
+      const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(wv, 16));
+      const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(wv, high));
+#pragma GCC unroll 8
+      for (int k = 0; k < R; ++k) {
+        const float* x = xa + k * xs + at;
+        acc[k][S * u] = _mm512_fmadd_ps(even, _mm512_loadu_ps(x), acc[k][S * u]);
+        acc[k][S * u + S - 1] = _mm512_fmadd_ps(odd, _mm512_loadu_ps(x + 16), acc[k][S * u + S - 1]);
+      }
+    };
     int64_t i = 0;
-    for (; i < n2; i += 64) {
-      const __m512i u = _mm512_loadu_si512(w + i), v = _mm512_loadu_si512(w + i + 32);
-      a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), _mm512_loadu_ps(xa + i), a0);
-      a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(u, high)), _mm512_loadu_ps(xa + i + 16), a1);
-      a2 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), _mm512_loadu_ps(xa + i + 32), a2);
-      a3 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(v, high)), _mm512_loadu_ps(xa + i + 48), a3);
+    for (; i < nu; i += kStep)
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) block(i + 32 * u, u);
+    for (; i < nv; i += 32) block(i, 0);
+#pragma GCC unroll 8
+    for (int k = 0; k < R; ++k) {
+      __m512 s = acc[k][0];
+#pragma GCC unroll 8
+      for (int u = 1; u < U * S; ++u) s = _mm512_add_ps(s, acc[k][u]);
+      y[k * ys + r] = _mm512_reduce_add_ps(s) + dot_tail(w, xf + k * xs, nv, n);
     }
-    for (; i < nv; i += 32) {
-      const __m512i u = _mm512_loadu_si512(w + i);
-      a0 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(u, 16)), _mm512_loadu_ps(xa + i), a0);
-      a1 = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(u, high)), _mm512_loadu_ps(xa + i + 16), a1);
-    }
-    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3))) +
-           dot_tail(w, xf, nv, n);
   }
 }
+
+#pragma GCC pop_options
 
 __attribute__((target("avx2,fma")))
 inline float hsum_avx2(__m256 v) {
@@ -123,35 +166,71 @@ inline float hsum_avx2(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+template <int R, int U, int S>
 __attribute__((target("avx2,fma")))
-void rows_avx2(const bf16* W, const void* xk, const float* xf, float* y, int64_t r0, int64_t r1,
-               int64_t n) {
+void rows_avx2(const bf16* W, const void* xk, const float* xf, int64_t xs, float* y, int64_t ys,
+               int64_t r0, int64_t r1, int64_t n) {
   const float* xa = static_cast<const float*>(xk);  // per 16: 8 even, 8 odd elements
-  const int64_t n2 = n / 32 * 32, nv = n / 16 * 16;
+  constexpr int64_t kStep = 16 * U;
+  const int64_t nu = n / kStep * kStep, nv = n / 16 * 16;
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   for (int64_t r = r0; r < r1; ++r) {
     const bf16* w = W + r * n;
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m256 acc[R][U * S];
+#pragma GCC unroll 8
+    for (int k = 0; k < R; ++k)
+#pragma GCC unroll 8
+      for (int u = 0; u < U * S; ++u) acc[k][u] = _mm256_setzero_ps();
+    auto block = [&](int64_t at, int u) __attribute__((always_inline)) {
+      const __m256i wv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + at));
+      const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(wv, 16));
+      const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(wv, high));
+#pragma GCC unroll 8
+      for (int k = 0; k < R; ++k) {
+        const float* x = xa + k * xs + at;
+        acc[k][S * u] = _mm256_fmadd_ps(even, _mm256_loadu_ps(x), acc[k][S * u]);
+        acc[k][S * u + S - 1] = _mm256_fmadd_ps(odd, _mm256_loadu_ps(x + 8), acc[k][S * u + S - 1]);
+      }
+    };
     int64_t i = 0;
-    for (; i < n2; i += 32) {
-      const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i));
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i + 16));
-      a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(u, 16)), _mm256_loadu_ps(xa + i), a0);
-      a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(u, high)), _mm256_loadu_ps(xa + i + 8), a1);
-      a2 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), _mm256_loadu_ps(xa + i + 16), a2);
-      a3 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v, high)), _mm256_loadu_ps(xa + i + 24), a3);
+    for (; i < nu; i += kStep)
+#pragma GCC unroll 4
+      for (int u = 0; u < U; ++u) block(i + 16 * u, u);
+    for (; i < nv; i += 16) block(i, 0);
+#pragma GCC unroll 8
+    for (int k = 0; k < R; ++k) {
+      __m256 s = acc[k][0];
+#pragma GCC unroll 8
+      for (int u = 1; u < U * S; ++u) s = _mm256_add_ps(s, acc[k][u]);
+      y[k * ys + r] = hsum_avx2(s) + dot_tail(w, xf + k * xs, nv, n);
     }
-    for (; i < nv; i += 16) {
-      const __m256i u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i));
-      a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(u, 16)), _mm256_loadu_ps(xa + i), a0);
-      a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(u, high)), _mm256_loadu_ps(xa + i + 8), a1);
-    }
-    y[r] = hsum_avx2(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3))) +
-           dot_tail(w, xf, nv, n);
   }
 }
 
-using RowsFn = void (*)(const bf16*, const void*, const float*, float*, int64_t, int64_t, int64_t);
+constexpr int kMaxRows = 8;  // inputs one call takes (each weight read once for all of them)
+
+// The kernel for `rows` inputs at `level` (2 avx512_bf16, 1 AVX-512, 0 AVX2): one input gets
+// 4 independent sums (as many as hide the latency), more inputs fewer each.
+template <int R>
+RowsFn rows_for(int64_t level) {
+  constexpr int U = R == 1 ? 4 : R == 2 ? 2 : 1;
+  if (level >= 2) return rows_avx512bf16<R, U>;
+  if (level == 1) return rows_avx512<R, R == 1 ? 2 : 1, R <= 4 ? 2 : 1>;
+  return rows_avx2<R, R == 1 ? 2 : 1, R <= 2 ? 2 : 1>;
+}
+
+RowsFn pick_rows(int64_t level, int rows) {
+  switch (rows) {
+    case 1: return rows_for<1>(level);
+    case 2: return rows_for<2>(level);
+    case 3: return rows_for<3>(level);
+    case 4: return rows_for<4>(level);
+    case 5: return rows_for<5>(level);
+    case 6: return rows_for<6>(level);
+    case 7: return rows_for<7>(level);
+    default: return rows_for<8>(level);
+  }
+}
 
 // A barrier the team spins on between the phases of one token (all threads are busy then);
 // it yields the core after a while, in case a thread was descheduled.
@@ -248,7 +327,7 @@ class FusedDecoder {
     // tensors: embed, final norm, head, inv_freq, then per layer: ln1, ln2,
     // q.w, q.b, k.w, k.b, v.w, v.b, o.w, o.b, gate.w, gate.b, up.w, up.b, down.w, down.b
     // (biases may be empty tensors).
-    rows_ = isa >= 2 ? rows_avx512bf16 : isa == 1 ? rows_avx512 : rows_avx2;
+    for (int r = 0; r < kMaxRows; ++r) rows_[r] = pick_rows(isa, r + 1);
     level_ = isa;
     block_ = isa == 1 ? 32 : 16;
     TORCH_CHECK(static_cast<int64_t>(held_.size()) == 4 + 16 * layers, "wrong tensor count");
@@ -273,8 +352,6 @@ class FusedDecoder {
     }
   }
 
-  // The logits [1, vocab] (fp32) of `token` at `pos` in cache slot `slot`; writes the token's
-  // keys and values into the cache (per layer [slots, kv_heads, length, head_dim]).
   // Registers adapter `id`: per layer and product (q, k, v, o, gate, up, down) its A and B
   // (fp32, contiguous; empty tensors where the adapter leaves that product alone) and
   // scaling. The tensors are read at every step, not copied: a trainer's in-place updates
@@ -303,32 +380,59 @@ class FusedDecoder {
     adapter_tensors_.erase(id);
   }
 
-  at::Tensor step(int64_t token, int64_t pos, int64_t slot, std::vector<at::Tensor> cache_k,
-                  std::vector<at::Tensor> cache_v, int64_t threads, int64_t adapter) {
-    const Lora* lora = nullptr;
-    if (adapter >= 0) {
-      auto found = adapters_.find(adapter);
-      TORCH_CHECK(found != adapters_.end(), "adapter not registered");
-      lora = found->second.data();
-    }
+  // The logits [R, vocab] (fp32) of R rows' tokens, row i's `tokens[i]` at `pos[i]` in cache
+  // slot `slots[i]` (distinct) under adapter `adapters[i]` (-1: the bare base); writes the
+  // tokens' keys and values into the cache (per layer [slots, kv_heads, length, head_dim]).
+  // Each weight is read once for all the rows (up to kMaxRows).
+  at::Tensor step(std::vector<int64_t> tokens, std::vector<int64_t> pos,
+                  std::vector<int64_t> slots, std::vector<at::Tensor> cache_k,
+                  std::vector<at::Tensor> cache_v, int64_t threads,
+                  std::vector<int64_t> adapters) {
+    const int R = static_cast<int>(tokens.size());
+    TORCH_CHECK(R >= 1 && R <= kMaxRows, "1 to ", kMaxRows, " rows a step");
+    TORCH_CHECK(pos.size() == tokens.size() && slots.size() == tokens.size() &&
+                    adapters.size() == tokens.size(),
+                "a token, a position, a slot and an adapter per row");
     TORCH_CHECK(cache_k.size() == layers_.size() && cache_v.size() == layers_.size(),
                 "one key and one value cache per layer");
-    TORCH_CHECK(cache_k[0].size(2) > pos, "position past the cache's length");
-    at::Tensor logits = at::empty({1, head_.out}, at::kFloat);
+    const int64_t length = cache_k[0].size(2), slot_count = cache_k[0].size(0);
+    const Lora* lora[kMaxRows] = {};
+    for (int i = 0; i < R; ++i) {
+      TORCH_CHECK(pos[i] >= 0 && pos[i] < length, "position past the cache's length");
+      TORCH_CHECK(slots[i] >= 0 && slots[i] < slot_count, "no such cache slot");
+      TORCH_CHECK(tokens[i] >= 0 && tokens[i] < embed_.size(0), "no such token");
+      for (int j = 0; j < i; ++j) TORCH_CHECK(slots[j] != slots[i], "two rows in one slot");
+      if (adapters[i] >= 0) {
+        auto found = adapters_.find(adapters[i]);
+        TORCH_CHECK(found != adapters_.end(), "adapter not registered");
+        lora[i] = found->second.data();
+      }
+    }
+    at::Tensor logits = at::empty({R, head_.out}, at::kFloat);
     const bool bf16_cache = cache_k[0].scalar_type() == at::kBFloat16;
+    TORCH_CHECK(bf16_cache || cache_k[0].scalar_type() == at::kFloat, "a bf16 or fp32 cache");
     {
       pybind11::gil_scoped_release nogil;
+      std::lock_guard<std::mutex> one_at_a_time(busy_);  // the scratch is the object's
+      const Rows rows{R, tokens.data(), pos.data(), slots.data(), lora};
       if (bf16_cache) {
-        run<bf16>(token, pos, slot, cache_k, cache_v, threads, lora, logits.data_ptr<float>());
+        run<bf16>(rows, cache_k, cache_v, threads, logits.data_ptr<float>());
       } else {
-        TORCH_CHECK(cache_k[0].scalar_type() == at::kFloat, "a bf16 or fp32 cache");
-        run<float>(token, pos, slot, cache_k, cache_v, threads, lora, logits.data_ptr<float>());
+        run<float>(rows, cache_k, cache_v, threads, logits.data_ptr<float>());
       }
     }
     return logits;
   }
 
  private:
+  struct Rows {
+    int count;
+    const int64_t* tokens;
+    const int64_t* pos;
+    const int64_t* slots;
+    const Lora* const* lora;  // per row: its adapter's deltas (per layer and product), or null
+  };
+
   static Linear linear(const at::Tensor& w, const at::Tensor& b) {
     TORCH_CHECK(w.scalar_type() == at::kBFloat16 && w.is_contiguous() && w.dim() == 2,
                 "weights must be contiguous bf16 matrices");
@@ -340,59 +444,77 @@ class FusedDecoder {
     return L;
   }
 
-  // This thread's rows of y = W x + bias (+ the adapter's delta, `ax`: scratch of its rank).
-  void product(const Linear& L, const Lora* lora, const void* xk, const float* xf, float* y,
-               float* ax, int t, int T) const {
+  // This thread's rows of y[k] = W x[k] + bias (+ row k's adapter delta `lora[k]`; `ax`:
+  // scratch of the largest rank) for the R inputs at stride xs, outputs at stride ys.
+  void product(const Linear& L, const Lora* const* lora, int R, const void* xk, const float* xf,
+               int64_t xs, float* y, int64_t ys, float* ax, int t, int T) const {
     int64_t a, b;
     split(L.out, t, T, &a, &b);
-    rows_(L.w, xk, xf, y, a, b, L.in);
-    if (L.bias)
-      for (int64_t r = a; r < b; ++r) y[r] += L.bias[r];
-    if (lora == nullptr || lora->a == nullptr || a == b) return;
-    for (int64_t j = 0; j < lora->rank; ++j) {  // A x: every thread (it is small)
-      const float* row = lora->a + j * L.in;
-      float s = 0.f;
+    if (a == b) return;
+    rows_[R - 1](L.w, xk, xf, xs, y, ys, a, b, L.in);
+    for (int k = 0; k < R; ++k) {
+      float* yk = y + k * ys;
+      if (L.bias)
+        for (int64_t r = a; r < b; ++r) yk[r] += L.bias[r];
+      const Lora* l = lora[k];
+      if (l == nullptr || l->a == nullptr) continue;
+      const float* x = xf + k * xs;
+      for (int64_t j = 0; j < l->rank; ++j) {  // A x: every thread (it is small)
+        const float* row = l->a + j * L.in;
+        float s = 0.f;
 #pragma omp simd reduction(+ : s)
-      for (int64_t i = 0; i < L.in; ++i) s += row[i] * xf[i];
-      ax[j] = s * lora->scale;
-    }
-    for (int64_t r = a; r < b; ++r) {
-      const float* row = lora->b + r * lora->rank;
-      float s = 0.f;
+        for (int64_t i = 0; i < L.in; ++i) s += row[i] * x[i];
+        ax[j] = s * l->scale;
+      }
+      for (int64_t r = a; r < b; ++r) {
+        const float* row = l->b + r * l->rank;
+        float s = 0.f;
 #pragma omp simd reduction(+ : s)
-      for (int64_t j = 0; j < lora->rank; ++j) s += row[j] * ax[j];
-      y[r] += s;
+        for (int64_t j = 0; j < l->rank; ++j) s += row[j] * ax[j];
+        yk[r] += s;
+      }
     }
   }
 
   template <typename C>
-  void run(int64_t token, int64_t pos, int64_t slot, const std::vector<at::Tensor>& cache_k,
-           const std::vector<at::Tensor>& cache_v, int64_t threads, const Lora* lora,
-           float* logits) {
-    int64_t rank = 0;
-    if (lora)
-      for (size_t i = 0; i < kProjections * layers_.size(); ++i) rank = std::max(rank, lora[i].rank);
+  void run(const Rows& rows, const std::vector<at::Tensor>& cache_k,
+           const std::vector<at::Tensor>& cache_v, int64_t threads, float* logits) {
+    const int R = rows.count;
+    int64_t rank = 0, last = 0;
+    for (int k = 0; k < R; ++k) {
+      last = std::max(last, rows.pos[k]);
+      if (rows.lora[k])
+        for (size_t i = 0; i < kProjections * layers_.size(); ++i)
+          rank = std::max(rank, rows.lora[k][i].rank);
+    }
     const int64_t H = hidden_, hd = head_dim_, nq = heads_ * hd, nkv = kv_heads_ * hd;
     const int64_t inter = layers_.empty() ? 0 : layers_[0].gate.out;
     const int64_t width = std::max({H, nq, inter});
-    std::vector<float> q(nq), k(nkv), v(nkv), attn(nq), o(H), act(inter), d(H);
-    std::vector<const C*> kc(layers_.size()), vc(layers_.size());
-    std::vector<C*> kw(layers_.size()), vw(layers_.size());
+    // Shared between the threads: each product's outputs, the rows' rotations.
+    float* q = shared(0, R * nq);
+    float* k = shared(1, R * nkv);
+    float* v = shared(2, R * nkv);
+    float* attn = shared(3, R * nq);
+    float* o = shared(4, R * H);
+    float* act = shared(5, R * inter);
+    float* d = shared(6, R * H);
+    float* cs = shared(7, R * hd / 2);
+    float* sn = shared(8, R * hd / 2);
     const int64_t length = cache_k[0].size(2);
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      kw[l] = reinterpret_cast<C*>(cache_k[l].data_ptr()) + slot * kv_heads_ * length * hd;
-      vw[l] = reinterpret_cast<C*>(cache_v[l].data_ptr()) + slot * kv_heads_ * length * hd;
-    }
-    // cos/sin of this position (HF's rotary: the two halves of a head rotate together)
-    std::vector<float> cs(hd / 2), sn(hd / 2);
-    for (int64_t j = 0; j < hd / 2; ++j) {
-      const float ang = static_cast<float>(pos) * inv_freq_[j];
-      cs[j] = std::cos(ang) * rope_scaling_;
-      sn[j] = std::sin(ang) * rope_scaling_;
-    }
+    const int64_t slot_size = kv_heads_ * length * hd;
+    for (int r = 0; r < R; ++r)  // HF's rotary: the two halves of a head rotate together
+      for (int64_t j = 0; j < hd / 2; ++j) {
+        const float ang = static_cast<float>(rows.pos[r]) * inv_freq_[j];
+        cs[r * hd / 2 + j] = std::cos(ang) * rope_scaling_;
+        sn[r * hd / 2 + j] = std::sin(ang) * rope_scaling_;
+      }
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     const int group = static_cast<int>(heads_ / kv_heads_);
     SpinBarrier barrier;
+    if (static_cast<int64_t>(local_.size()) < threads) {
+      local_.resize(threads);
+      local_b_.resize(threads);
+    }
 
 #pragma omp parallel num_threads(static_cast<int>(threads))
     {
@@ -400,67 +522,95 @@ class FusedDecoder {
       const int T = omp_get_num_threads();
 #pragma omp single
       barrier.threads = T;  // (an implicit barrier follows)
-      std::vector<float> h(H), xf(width), scores(pos + 1);
-      std::vector<bf16> xb(width);
-      std::vector<float> xa(width);
-      const void* xk = level_ >= 2 ? static_cast<const void*>(xb.data()) : xa.data();
-      auto ready = [&](int64_t n) {  // the input in the kernel's layout
-        if (level_ < 2) arrange(xf.data(), n, block_, xa.data());
+      // This thread's own: the rows' residual streams, the products' inputs (floats, bf16,
+      // arranged), attention scores, the MLP's gate and up rows, LoRA's A x.
+      std::vector<float>& mine = local_[t];
+      const int64_t need = R * (H + 2 * width + 2 * inter) + last + 1 + rank;
+      if (static_cast<int64_t>(mine.size()) < need) mine.resize(need);
+      if (static_cast<int64_t>(local_b_[t].size()) < R * width) local_b_[t].resize(R * width);
+      float* h = mine.data();
+      float* xf = h + R * H;
+      float* xa = xf + R * width;
+      float* gv = xa + R * width;
+      float* uv = gv + R * inter;
+      float* scores = uv + R * inter;
+      float* ax = scores + last + 1;
+      bf16* xb = local_b_[t].data();
+      const void* xk = level_ >= 2 ? static_cast<const void*>(xb) : xa;
+      auto ready = [&](int64_t n) {  // the inputs in the kernel's layout
+        if (level_ < 2)
+          for (int r = 0; r < R; ++r) arrange(xf + r * width, n, block_, xa + r * width);
       };
-      std::vector<float> gv(inter), uv(inter), ax(rank);
-      const bf16* e = reinterpret_cast<const bf16*>(embed_.data_ptr()) + token * H;
-      if (embed_.scalar_type() == at::kBFloat16) {
-        for (int64_t i = 0; i < H; ++i) h[i] = from_bf16(e[i]);
-      } else {
-        const float* ef = embed_.data_ptr<float>() + token * H;
-        for (int64_t i = 0; i < H; ++i) h[i] = ef[i];
+      auto norm = [&](const float* weight) {  // every row's RMS norm, as bf16 inputs
+        for (int r = 0; r < R; ++r)
+          rms_round(h + r * H, weight, eps_, H, xf + r * width, xb + r * width);
+        ready(H);
+      };
+      auto round_all = [&](const float* x, int64_t n) {
+        for (int r = 0; r < R; ++r) round_vec(x + r * n, n, xf + r * width, xb + r * width);
+        ready(n);
+      };
+      for (int r = 0; r < R; ++r) {
+        float* hr = h + r * H;
+        if (embed_.scalar_type() == at::kBFloat16) {
+          const bf16* e = reinterpret_cast<const bf16*>(embed_.data_ptr()) + rows.tokens[r] * H;
+          for (int64_t i = 0; i < H; ++i) hr[i] = from_bf16(e[i]);
+        } else {
+          const float* e = embed_.data_ptr<float>() + rows.tokens[r] * H;
+          for (int64_t i = 0; i < H; ++i) hr[i] = e[i];
+        }
       }
+      const Lora* lo[kProjections][kMaxRows] = {};
       for (size_t l = 0; l < layers_.size(); ++l) {
         const Layer& L = layers_[l];
-        const Lora* ll = lora ? lora + kProjections * l : nullptr;
-        auto lo = [ll](int p) { return ll ? ll + p : nullptr; };
-        rms_round(h.data(), L.ln1, eps_, H, xf.data(), xb.data());
-        ready(H);
-        product(L.q, lo(0), xk, xf.data(), q.data(), ax.data(), t, T);
-        product(L.k, lo(1), xk, xf.data(), k.data(), ax.data(), t, T);
-        product(L.v, lo(2), xk, xf.data(), v.data(), ax.data(), t, T);
+        for (int r = 0; r < R; ++r)
+          for (int p = 0; p < kProjections; ++p)
+            lo[p][r] = rows.lora[r] ? rows.lora[r] + kProjections * l + p : nullptr;
+        C* kcache = reinterpret_cast<C*>(cache_k[l].data_ptr());
+        C* vcache = reinterpret_cast<C*>(cache_v[l].data_ptr());
+        norm(L.ln1);
+        product(L.q, lo[0], R, xk, xf, width, q, nq, ax, t, T);
+        product(L.k, lo[1], R, xk, xf, width, k, nkv, ax, t, T);
+        product(L.v, lo[2], R, xk, xf, width, v, nkv, ax, t, T);
         barrier.wait();
-        for (int64_t g = t; g < kv_heads_; g += T) {  // this thread's key heads
-          float* kh = k.data() + g * hd;
+        for (int64_t item = t; item < R * kv_heads_; item += T) {  // this thread's key heads
+          const int r = static_cast<int>(item / kv_heads_);
+          const int64_t g = item % kv_heads_, p_now = rows.pos[r];
+          const float* c = cs + r * hd / 2;
+          const float* s = sn + r * hd / 2;
+          float* kh = k + r * nkv + g * hd;
           for (int64_t j = 0; j < hd / 2; ++j) {
             const float a = kh[j], b = kh[j + hd / 2];
-            kh[j] = a * cs[j] - b * sn[j];
-            kh[j + hd / 2] = b * cs[j] + a * sn[j];
+            kh[j] = a * c[j] - b * s[j];
+            kh[j + hd / 2] = b * c[j] + a * s[j];
           }
-          C* kdst = kw[l] + (g * length + pos) * hd;
-          C* vdst = vw[l] + (g * length + pos) * hd;
+          C* kbase = kcache + rows.slots[r] * slot_size + g * length * hd;
+          C* vbase = vcache + rows.slots[r] * slot_size + g * length * hd;
           for (int64_t j = 0; j < hd; ++j) {
-            kdst[j] = cache_put<C>(kh[j]);
-            vdst[j] = cache_put<C>(v[g * hd + j]);
+            kbase[p_now * hd + j] = cache_put<C>(kh[j]);
+            vbase[p_now * hd + j] = cache_put<C>(v[r * nkv + g * hd + j]);
           }
-          const C* kbase = kw[l] + g * length * hd;
-          const C* vbase = vw[l] + g * length * hd;
           for (int hq = 0; hq < group; ++hq) {
-            float* qh = q.data() + (g * group + hq) * hd;
+            float* qh = q + r * nq + (g * group + hq) * hd;
             for (int64_t j = 0; j < hd / 2; ++j) {
               const float a = qh[j], b = qh[j + hd / 2];
-              qh[j] = a * cs[j] - b * sn[j];
-              qh[j + hd / 2] = b * cs[j] + a * sn[j];
+              qh[j] = a * c[j] - b * s[j];
+              qh[j + hd / 2] = b * c[j] + a * s[j];
             }
             float best = -INFINITY;
-            for (int64_t p = 0; p <= pos; ++p) {
+            for (int64_t p = 0; p <= p_now; ++p) {
               const C* kp = kbase + p * hd;
-              float s = 0.f;
-#pragma omp simd reduction(+ : s)
-              for (int64_t j = 0; j < hd; ++j) s += qh[j] * cache_get<C>(kp + j);
-              scores[p] = s * scale;
+              float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+              for (int64_t j = 0; j < hd; ++j) dot += qh[j] * cache_get<C>(kp + j);
+              scores[p] = dot * scale;
               best = std::max(best, scores[p]);
             }
             float total = 0.f;
-            for (int64_t p = 0; p <= pos; ++p) total += (scores[p] = std::exp(scores[p] - best));
-            float* out = attn.data() + (g * group + hq) * hd;
+            for (int64_t p = 0; p <= p_now; ++p) total += (scores[p] = std::exp(scores[p] - best));
+            float* out = attn + r * nq + (g * group + hq) * hd;
             for (int64_t j = 0; j < hd; ++j) out[j] = 0.f;
-            for (int64_t p = 0; p <= pos; ++p) {
+            for (int64_t p = 0; p <= p_now; ++p) {
               const float w = scores[p] / total;
               const C* vp = vbase + p * hd;
 #pragma omp simd
@@ -469,31 +619,37 @@ class FusedDecoder {
           }
         }
         barrier.wait();
-        round_vec(attn.data(), nq, xf.data(), xb.data());
-        ready(nq);
-        product(L.o, lo(3), xk, xf.data(), o.data(), ax.data(), t, T);
+        round_all(attn, nq);
+        product(L.o, lo[3], R, xk, xf, width, o, H, ax, t, T);
         barrier.wait();
-        for (int64_t i = 0; i < H; ++i) h[i] += o[i];
-        rms_round(h.data(), L.ln2, eps_, H, xf.data(), xb.data());
-        ready(H);
-        product(L.gate, lo(4), xk, xf.data(), gv.data(), ax.data(), t, T);
-        product(L.up, lo(5), xk, xf.data(), uv.data(), ax.data(), t, T);
+        for (int64_t i = 0; i < R * H; ++i) h[i] += o[i];
+        norm(L.ln2);
+        product(L.gate, lo[4], R, xk, xf, width, gv, inter, ax, t, T);
+        product(L.up, lo[5], R, xk, xf, width, uv, inter, ax, t, T);
         {
           int64_t a, b;
           split(inter, t, T, &a, &b);  // the rows this thread's products wrote
-          for (int64_t r = a; r < b; ++r) act[r] = gv[r] / (1.0f + std::exp(-gv[r])) * uv[r];
+          for (int r = 0; r < R; ++r)
+            for (int64_t i = r * inter + a; i < r * inter + b; ++i)
+              act[i] = gv[i] / (1.0f + std::exp(-gv[i])) * uv[i];
         }
         barrier.wait();
-        round_vec(act.data(), inter, xf.data(), xb.data());
-        ready(inter);
-        product(L.down, lo(6), xk, xf.data(), d.data(), ax.data(), t, T);
+        round_all(act, inter);
+        product(L.down, lo[6], R, xk, xf, width, d, H, ax, t, T);
         barrier.wait();
-        for (int64_t i = 0; i < H; ++i) h[i] += d[i];
+        for (int64_t i = 0; i < R * H; ++i) h[i] += d[i];
       }
-      rms_round(h.data(), norm_, eps_, H, xf.data(), xb.data());
-      ready(H);
-      product(head_, nullptr, xk, xf.data(), logits, ax.data(), t, T);
+      norm(norm_);
+      const Lora* none[kMaxRows] = {};
+      product(head_, none, R, xk, xf, width, logits, head_.out, ax, t, T);
     }
+  }
+
+  // Shared scratch buffer `which` of at least n floats (kept between steps).
+  float* shared(int which, int64_t n) {
+    std::vector<float>& b = shared_[which];
+    if (static_cast<int64_t>(b.size()) < n) b.resize(n);
+    return b.data();
   }
 
   std::vector<at::Tensor> held_;
@@ -504,8 +660,12 @@ class FusedDecoder {
   std::vector<Layer> layers_;
   int64_t heads_, kv_heads_, head_dim_, hidden_ = 0;
   float eps_, rope_scaling_;
-  RowsFn rows_;
+  RowsFn rows_[kMaxRows];
   int64_t level_ = 0, block_ = 16;
+  std::mutex busy_;
+  std::vector<float> shared_[9];
+  std::vector<std::vector<float>> local_;
+  std::vector<std::vector<bf16>> local_b_;
   std::map<int64_t, std::vector<Lora>> adapters_;
   std::map<int64_t, std::vector<at::Tensor>> adapter_tensors_;
 };
@@ -519,4 +679,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("set_adapter", &FusedDecoder::set_adapter)
       .def("drop_adapter", &FusedDecoder::drop_adapter)
       .def("step", &FusedDecoder::step);
+  m.attr("MAX_ROWS") = kMaxRows;
 }

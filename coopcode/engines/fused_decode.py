@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import torch
 
 SOURCE = Path(__file__).with_name("fused_decode.cpp")
 ARCHITECTURES = ("qwen2", "llama")
+MAX_ROWS = 8  # rows one step takes (fused_decode.cpp's kMaxRows)
 _built: dict[str, Any] = {}
 _build_lock = threading.Lock()
 
@@ -158,13 +159,17 @@ class FusedDecoder:
             float(inner.norm.variance_epsilon), float(getattr(rotary, "attention_scaling", 1.0)),
             level)
 
-    def step(self, token: int, pos: int, slot: int, cache_k: list[Any], cache_v: list[Any],
-             adapter: str | None = None) -> Any:
-        """Logits `[1, vocab]` (fp32) of `token` at `pos` of the row in cache slot `slot`,
-        under LoRA `adapter` (one `runs` said yes to) or the bare base; the token's keys and
-        values are written to the cache (`flat_step.SlotCache`)."""
-        number = -1 if adapter is None else self._adapters[adapter][2]
-        return self._kernel.step(token, pos, slot, cache_k, cache_v, torch.get_num_threads(), number)
+    def step(self, tokens: Sequence[int], positions: Sequence[int], slots: Sequence[int],
+             cache_k: list[Any], cache_v: list[Any],
+             adapters: Sequence[str | None] | None = None) -> Any:
+        """Logits `[rows, vocab]` (fp32) of up to `MAX_ROWS` rows' next tokens in one call, each
+        weight read once for all of them: row i's `tokens[i]` at `positions[i]` in cache slot
+        `slots[i]` (distinct), under LoRA adapter `adapters[i]` (one `runs` said yes to) or
+        the bare base (None); the tokens' keys and values are written to the cache
+        (`flat_step.SlotCache`)."""
+        numbers = [-1 if a is None else self._adapters[a][2] for a in adapters or [None] * len(tokens)]
+        return self._kernel.step(list(tokens), list(positions), list(slots), cache_k, cache_v,
+                                 torch.get_num_threads(), numbers)
 
     def runs(self, adapter: str) -> bool:
         """Whether the step applies PEFT LoRA adapter `adapter` of the model (registered
@@ -215,9 +220,9 @@ class FusedDecoder:
         self._adapters[adapter] = (first[0], first[1], self._numbers)
         return True
 
-    def scratch_step(self) -> Any:
-        """One step on a cache of its own (what `choose_kernels` times)."""
-        shape = (1, self.kv_heads, 1, self.head_dim)
+    def scratch_step(self, rows: int = 1) -> Any:
+        """One step of `rows` rows on a cache of its own (what `choose_kernels` times)."""
+        shape = (rows, self.kv_heads, 1, self.head_dim)
         k = [torch.zeros(shape, dtype=self.dtype) for _ in range(self.layers)]
         v = [torch.zeros(shape, dtype=self.dtype) for _ in range(self.layers)]
-        return self.step(0, 0, 0, k, v)
+        return self.step([0] * rows, [0] * rows, list(range(rows)), k, v)

@@ -159,15 +159,18 @@ def measured_cpu_dtype() -> str:
 def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
                    make_copies: Callable[[set[str]], Any], reps: int = 3) -> tuple[dict[str, str], Any]:
     """The matrix kernels of the decode loop's forwards here, per kind of forward: "one"
-    (a single token: one stream) and "many" (a batch), each one of `options[kind]`:
-    "onednn" (torch's default on a CPU), "aten" (torch's own, oneDNN switched off), or one
-    that multiplies by a copy of the weights (`coopcode.engines.weight_copies`, made by
-    `make_copies`): "packed" (oneDNN on prepacked weights) or "bf16" (a bf16 copy of fp32
-    weights on torch's own kernels); or, for one token, "fused" (the whole step in one
-    compiled call, `coopcode.engines.fused_decode`; rows under an adapter it does not apply
-    then run `choice["one adapter"]`, the fastest of the others). Timed on `model` itself (best of
-    `reps` forwards of 1 and of 32 tokens each) and remembered under `key`. Returns the
-    choice, and the weight copies it uses (made only then: they cost memory), or None.
+    (a single token: one stream), "few" (2 to `fused_decode.MAX_ROWS` rows that each decode
+    a token, no prompt among them; offered with the fused step) and "many" (any other
+    batch), each one of `options[kind]`: "onednn" (torch's default on a CPU), "aten"
+    (torch's own, oneDNN switched off), or one that multiplies by a copy of the weights
+    (`coopcode.engines.weight_copies`, made by `make_copies`): "packed" (oneDNN on prepacked
+    weights) or "bf16" (a bf16 copy of fp32 weights on torch's own kernels); or "fused" (the
+    whole step of those rows in one compiled call, `coopcode.engines.fused_decode`; rows
+    under an adapter it does not apply then run `choice["one adapter"]`, the fastest of the
+    others for one row, or the "many" kernel). Timed on `model` itself (best of `reps`
+    forwards of 1, `MAX_ROWS` and 32 tokens: "few" at its most rows, where the fused step
+    gains least) and remembered under `key`. Returns the choice, and the weight copies it
+    uses (made only then: they cost memory), or None.
 
     A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
     with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
@@ -178,6 +181,7 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
     (BENCHMARKS.md, "A single stream on an AVX2-only CPU")."""
     import torch
 
+    from coopcode.engines.fused_decode import MAX_ROWS
     from coopcode.engines.weight_copies import WAYS
 
     known = _remembered(key).get("kernels")
@@ -196,13 +200,15 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
     offered = {w for ways in options.values() for w in ways} & set(WAYS)
     copies = make_copies(offered) if offered else None
     seconds: dict[str, dict[str, float]] = {}
+    tokens = {"one": 1, "few": MAX_ROWS, "many": 32}
     with torch.inference_mode():
         for kind, ways in options.items():
-            ids = torch.zeros(1, 1 if kind == "one" else 32, dtype=torch.long, device=model.device)
+            ids = torch.zeros(1, tokens[kind], dtype=torch.long, device=model.device)
             for way in ways:
                 if way in WAYS and (copies is None or way not in copies.ways):
                     continue  # a copy that could not be made here
-                forward = (copies.fused.scratch_step if way == "fused" and copies is not None
+                forward = (partial(copies.fused.scratch_step, tokens[kind])
+                           if way == "fused" and copies is not None
                            else partial(model, input_ids=ids, use_cache=False))
                 with on_kernels(way, copies):
                     forward()  # kernel selection, first touch
@@ -484,19 +490,23 @@ class TransformersEngine(Engine):
         under its own adapter; the logits at the positions in `keep`."""
         import torch
 
+        from coopcode.engines.fused_decode import MAX_ROWS
+
         names = {a for a in adapters if a is not None}
         for name in names:
             if name not in self._adapters:
                 raise ModelError(f"adapter {name!r} is not loaded")
-        kernel = self.kernels["one" if len(tokens) == 1 else "many"]
+        kind = ("one" if len(tokens) == 1 else
+                "few" if "few" in self.kernels and not plan.chunks and len(tokens) <= MAX_ROWS
+                else "many")
+        kernel = self.kernels[kind]
         if kernel == "fused":
             fused = self.copies.fused if self.copies is not None else None
-            if fused is not None and (adapters[0] is None or fused.runs(adapters[0])):
-                slot = plan.decode_slots[0] if plan.decode_slots else plan.chunks[0][0]
-                logits = fused.step(tokens[0], positions[0], slot, plan.cache.k, plan.cache.v,
-                                    adapters[0])
-                return logits if keep else logits[:0]
-            kernel = self.kernels["one adapter"]
+            if fused is not None and all(fused.runs(name) for name in names):
+                slots = plan.decode_slots or [plan.chunks[0][0]]  # (or one prompt token)
+                logits = fused.step(tokens, positions, slots, plan.cache.k, plan.cache.v, adapters)
+                return logits[keep]
+            kernel = self.kernels["one adapter" if kind == "one" else "many"]
         inputs = dict(input_ids=torch.tensor([tokens], device=self.device),
                       position_ids=torch.tensor([positions], device=self.device), use_cache=False,
                       logits_to_keep=torch.tensor(keep, dtype=torch.long, device=self.device),
@@ -526,8 +536,9 @@ class TransformersEngine(Engine):
             offered.append("bf16")
         while offered and not weight_copies.fits(self.base, offered):
             offered.pop()
-        return {"one": ["onednn", "aten", *offered],
-                "many": ["onednn", *(["packed"] if "packed" in offered else [])]}
+        many = ["onednn", *(["packed"] if "packed" in offered else [])]
+        few = {"few": [*many, "fused"]} if "fused" in offered else {}
+        return {"one": ["onednn", "aten", *offered], **few, "many": many}
 
     def _copier(self) -> Callable[[set[str]], Any]:
         """What makes copies of the base's linear weights (`coopcode.engines.weight_copies`)
