@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +98,32 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         yield server
     finally:
         server.stop()
+
+
+class KernelMemory:
+    """The file where the embedded engine remembers its measured number format and kernels
+    (`transformers_engine.FORMAT_CACHE`), kept apart for one test."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> dict[str, Any]:
+        return dict(json.loads(self.path.read_text()))
+
+    def write(self, known: dict[str, Any]) -> None:
+        self.path.write_text(json.dumps(known))
+
+    def kernels_entry(self) -> tuple[str, dict[str, Any]]:
+        """The one entry (key, value) that holds measured kernels."""
+        ((key, entry),) = [(k, v) for k, v in self.read().items() if "kernels" in v]
+        return key, entry
+
+
+@pytest.fixture
+def kernel_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelMemory:
+    """A fresh FORMAT_CACHE for this test: engines made in it measure again."""
+    from coopcode.engines import transformers_engine as te
+
+    memory = KernelMemory(tmp_path / "cpu-format.json")
+    monkeypatch.setattr(te, "FORMAT_CACHE", memory.path)
+    return memory

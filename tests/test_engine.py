@@ -6,6 +6,7 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from adapter_helpers import make_adapter
@@ -123,8 +124,7 @@ def test_cancel_stops_generation(tiny_engine: TransformersEngine) -> None:
     assert c.n_tokens < 50
 
 
-def test_the_number_format_is_measured_once_per_machine(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_number_format_is_measured_once_per_machine(tmp_path: Path, kernel_memory: Any) -> None:
     """With no --dtype, the CPU format is whichever of bf16 and fp32 multiplies a full batch
     faster here, measured and remembered; an AVX2-only CPU (torch held to AVX2: bf16
     emulated) gets fp32, a CPU with native bf16 gets bf16."""
@@ -133,11 +133,8 @@ def test_the_number_format_is_measured_once_per_machine(tmp_path: Path,
 
     import torch
 
-    from coopcode.engines import transformers_engine as te
-
-    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
     _, dtype = pick_device_and_dtype("cpu")
-    known = json.loads((tmp_path / "cpu-format.json").read_text())
+    known = kernel_memory.read()
     (entry,) = known.values()
     faster = min(entry["seconds"], key=entry["seconds"].get)
     assert dtype == getattr(torch, faster) == getattr(torch, entry["dtype"])
@@ -145,7 +142,7 @@ def test_the_number_format_is_measured_once_per_machine(tmp_path: Path,
         assert entry["dtype"] == "bfloat16", entry
     # Remembered: a planted answer is what the next engine gets, without measuring again.
     entry["dtype"] = "float32" if dtype == torch.bfloat16 else "bfloat16"
-    (tmp_path / "cpu-format.json").write_text(json.dumps(known))
+    kernel_memory.write(known)
     assert pick_device_and_dtype("cpu")[1] != dtype
     assert pick_device_and_dtype("cpu", "float32")[1] == torch.float32  # --dtype decides
     # Held to AVX2 (torch, oneDNN and MKL, as on an AVX2-only EPYC), bf16 is emulated and
@@ -160,26 +157,24 @@ def test_the_number_format_is_measured_once_per_machine(tmp_path: Path,
 
 
 def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
-        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tiny_model_dir: Path, kernel_memory: Any) -> None:
     """A single row's forward is a matrix-vector product, a batch's a matrix product: which
     kernels do each fastest (oneDNN, torch's own, oneDNN on prepacked weights) is timed on
     the model once and remembered, and each forward switches to its kind's; the process
     is as it was after each."""
     import torch
 
-    from coopcode.engines import transformers_engine as te
     from coopcode.engines import weight_copies
 
-    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
     engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
     try:
         engine.batcher()
-        (entry,) = [v for v in json.loads((tmp_path / "cpu-format.json").read_text()).values()
-                    if "kernels" in v]
+        _, entry = kernel_memory.kernels_entry()
         for kind in entry["seconds"]:  # "one", "many", and "few" with the fused step
             times = entry["seconds"][kind]
             assert entry["kernels"][kind] == min(times, key=times.get) == engine.kernels[kind]
         assert set(entry["seconds"]) in ({"one", "many"}, {"one", "few", "many"})
+        assert engine.describe()["kernels"] == engine.kernels  # what a bench's meta.json says
         assert ("packed" in times) == weight_copies.can_pack(torch.bfloat16)
         assert "bf16" not in entry["seconds"]["one"]  # the model is bf16 already
         assert (engine.copies is not None) == bool({"packed", "fused"} & set(engine.kernels.values()))
@@ -211,13 +206,13 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
         engine.close()
     # What was measured is what the next engine runs, and the packed copy (as much memory as
     # the weights) is made only if the choice uses it.
-    cache = json.loads((tmp_path / "cpu-format.json").read_text())
+    cache = kernel_memory.read()
     for remembered in ({"one": "aten", "many": "onednn"}, {"one": "aten", "many": "packed"}):
         for v in cache.values():
             if "kernels" in v:
                 v["kernels"] = {**remembered, **({"few": remembered["many"]} if "few" in v["seconds"]
                                                  else {})}
-        (tmp_path / "cpu-format.json").write_text(json.dumps(cache))
+        kernel_memory.write(cache)
         engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
         try:
             engine.batcher()
@@ -231,7 +226,7 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
 
 
 def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
-        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tiny_model_dir: Path, kernel_memory: Any) -> None:
     """Where fp32 was measured the format (an AVX2-only CPU), a one-token forward may multiply
     by a bf16 copy of the weights (half the bytes to read): offered, timed, kept only if
     chosen, run with oneDNN off; never where the user asked for fp32 themselves."""
@@ -240,14 +235,13 @@ def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
     from coopcode.engines import transformers_engine as te
     from coopcode.engines import weight_copies
 
-    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
-    (tmp_path / "cpu-format.json").write_text(json.dumps({te._cpu_key(): {"dtype": "float32"}}))
+    kernel_memory.write({te._cpu_key(): {"dtype": "float32"}})
     engine = TransformersEngine(str(tiny_model_dir), max_batch=4)  # the format measured: fp32
     try:
         assert engine.dtype == torch.float32 and not engine.dtype_chosen
         engine.batcher()
-        cache = json.loads((tmp_path / "cpu-format.json").read_text())
-        (key, entry), = [(k, v) for k, v in cache.items() if "kernels" in v]
+        cache = kernel_memory.read()
+        key, entry = kernel_memory.kernels_entry()
         assert "| bf16 copy" in key and "bf16" in entry["seconds"]["one"]
         assert "bf16" not in entry["seconds"]["many"]
         assert (engine.copies is not None and "bf16" in engine.copies.ways) == (
@@ -276,7 +270,7 @@ def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
             if "kernels" in v:
                 v["kernels"] = {"one": one, "many": "onednn",
                                 **({"few": "onednn"} if "few" in v["seconds"] else {})}
-        (tmp_path / "cpu-format.json").write_text(json.dumps(cache))
+        kernel_memory.write(cache)
         engine = TransformersEngine(str(tiny_model_dir), max_batch=4)
         try:
             engine.batcher()
@@ -544,7 +538,7 @@ def _first_stop_only_in_row_0(engine: TransformersEngine, free: list) -> str:
 
 
 def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
-        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tiny_model_dir: Path, kernel_memory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Copies cost memory (prepacked: the weights again; bf16 of fp32: half): the engine
     offers them only while they fit in half of what the kernel says is available, prepacked
     ones first (a batch's speed is what benches and training wait on)."""
@@ -553,8 +547,7 @@ def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
     from coopcode.engines import fused_decode, weight_copies
     from coopcode.engines import transformers_engine as te
 
-    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
-    (tmp_path / "cpu-format.json").write_text(json.dumps({te._cpu_key(): {"dtype": "float32"}}))
+    kernel_memory.write({te._cpu_key(): {"dtype": "float32"}})
     engine = TransformersEngine(str(tiny_model_dir), max_batch=4)  # fp32, measured
     try:
         packed = weight_copies.copy_bytes(engine.base, ["packed"])

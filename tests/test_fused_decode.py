@@ -4,7 +4,6 @@ use of it for lone rows, and what it refuses."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +219,7 @@ def test_the_fused_step_runs_several_rows_at_once(tiny_model_dir: Path, tmp_path
 
 @needs_kernel
 def test_the_engine_runs_decoding_rows_on_the_fused_step(
-        tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tiny_model_dir: Path, tmp_path: Path, kernel_memory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Chosen for one-token forwards and for a few decoding rows, the fused step decodes
     every lone row, bare or under a LoRA adapter, and rows in flight together under mixed
     adapters (the model's own forward then runs only where prompts are), greedy to within
@@ -228,15 +227,12 @@ def test_the_engine_runs_decoding_rows_on_the_fused_step(
     kernel measured fastest, remembered with the choice."""
     import torch
 
-    from coopcode.engines import transformers_engine as te
     from coopcode.engines import weight_copies
 
-    monkeypatch.setattr(te, "FORMAT_CACHE", tmp_path / "cpu-format.json")
     engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
     try:
         engine.batcher()
-        (entry,) = [v for v in json.loads((tmp_path / "cpu-format.json").read_text()).values()
-                    if "kernels" in v]
+        _, entry = kernel_memory.kernels_entry()
         assert "fused" in entry["seconds"]["one"] and "fused" in entry["seconds"]["few"]
         assert "fused" not in entry["seconds"]["many"]
         assert (engine.kernels["one"] == "fused") == ("one adapter" in entry["kernels"])

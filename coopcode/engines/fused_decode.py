@@ -123,17 +123,13 @@ class FusedDecoder:
         cfg = model.config
         inner = model.model
         rotary = inner.rotary_emb
-        self.copied_bytes = 0
 
         def bf16(linear: Any) -> Any:
             w = _weight(linear)
             if w.dtype == torch.bfloat16:
                 return w.contiguous()
             made = bf16_copy(getattr(linear, "base_layer", linear)) if bf16_copy else None
-            if made is None:
-                made = w.to(torch.bfloat16).contiguous()
-                self.copied_bytes += made.numel() * 2
-            return made
+            return made if made is not None else w.to(torch.bfloat16).contiguous()
 
         tensors = [_weight(inner.embed_tokens).contiguous(), inner.norm.weight.detach().float(),
                    bf16(model.get_output_embeddings()),

@@ -590,8 +590,17 @@ class TransformersEngine(Engine):
         return self.peft(**inputs)
 
     def describe(self) -> dict[str, object]:
-        return {"dtype": str(self.dtype).replace("torch.", ""), "device": self.device,
-                "max_batch": self.max_batch, "deterministic": self.deterministic}
+        """The engine's settings; once the decode loop has started on a CPU, also the kernels
+        it measured fastest per kind of forward (`choose_kernels`) and any it could not make
+        here, with the reason."""
+        said: dict[str, object] = {"dtype": str(self.dtype).replace("torch.", ""),
+                                   "device": self.device, "max_batch": self.max_batch,
+                                   "deterministic": self.deterministic}
+        if self._batcher is not None and self.device == "cpu":
+            said["kernels"] = dict(self.kernels)
+            if self.copies is not None and self.copies.unavailable:
+                said["kernels_unavailable"] = dict(self.copies.unavailable)
+        return said
 
     def work_done(self) -> dict[str, int]:
         """Forwards the decode loop has run, the prompt and decode tokens they held, and the

@@ -331,6 +331,7 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
     wall = time.time() - session_start
     summary = summarize(list(store), config, [p.task_id for p in problems], label)
     store.update_meta(wall_seconds=round(meta.get("wall_seconds", 0.0) + wall, 1),
+                      engine_detail=engine.describe(),  # now with what the engine measured
                       last_session_seconds=round(wall, 1),
                       last_session={"concurrency": scheduler.concurrency,
                                     **{k: round(v, 3) if isinstance(v, float) else v
