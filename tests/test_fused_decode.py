@@ -289,6 +289,32 @@ def test_the_engine_runs_decoding_rows_on_the_fused_step(
         engine.close()
 
 
+@needs_kernel
+def test_a_first_build_of_the_kernel_is_said_while_the_model_loads(
+        tiny_model_dir: Path, tmp_path: Path, kernel_memory: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the kernel is not compiled yet (a fresh machine: no build in torch's extension
+    folder), the engine builds it while it loads and says so, once; not where it is built,
+    nor where `--dtype float32` keeps the fused step off."""
+    assert fused_decode.built()  # built by `needs_kernel`
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "fresh"))
+    said: list[str] = []
+    monkeypatch.setattr(fused_decode, "_built", {})  # as in a new process
+    assert not fused_decode.built()
+    monkeypatch.setattr(fused_decode, "extension", lambda: said.append("(built)"))
+    TransformersEngine(str(tiny_model_dir), dtype="bfloat16", progress=said.append).close()
+    assert [m for m in said if "fused" in m or m == "(built)"] == [
+        "building the fused decode kernel (once per machine, ~30 s) ...", "(built)"]
+    said.clear()
+    TransformersEngine(str(tiny_model_dir), dtype="float32", progress=said.append).close()
+    assert not [m for m in said if "fused" in m or m == "(built)"]
+    monkeypatch.delenv("TORCH_EXTENSIONS_DIR")
+    assert fused_decode.built()  # the real folder has the build
+    said.clear()
+    TransformersEngine(str(tiny_model_dir), dtype="bfloat16", progress=said.append).close()
+    assert not [m for m in said if "fused" in m or m == "(built)"]
+
+
 def test_what_the_fused_step_does_not_run_is_said(tiny_model_dir: Path) -> None:
     """A model the kernel does not know is refused with the reason (and the engine then
     keeps its eager kernels)."""

@@ -54,6 +54,21 @@ def isa_level() -> int | None:
     return 0 if capability == "AVX2" else None
 
 
+def _name() -> str:
+    """The extension's name: the source's hash in it, so an edited kernel is built anew."""
+    return f"coopcode_fused_decode_{hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]}"
+
+
+def built() -> bool:
+    """Whether the extension is compiled already on this machine (loading it is quick)."""
+    if "module" in _built:
+        return True
+    from torch.utils.cpp_extension import _get_build_directory
+
+    name = _name()
+    return (Path(_get_build_directory(name, verbose=False)) / f"{name}.so").exists()
+
+
 def extension() -> Any:
     """The compiled extension (built on first use, then loaded from torch's cache), or
     raises RuntimeError with the reason it cannot be had."""
@@ -64,9 +79,8 @@ def extension() -> Any:
             raise RuntimeError(_built["error"])
         from torch.utils.cpp_extension import load
 
-        digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
         try:
-            module = load(name=f"coopcode_fused_decode_{digest}", sources=[str(SOURCE)],
+            module = load(name=_name(), sources=[str(SOURCE)],
                           extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
                           extra_ldflags=["-fopenmp"], verbose=False)
         except Exception as exc:  # no compiler, no headers: the eager forward stays

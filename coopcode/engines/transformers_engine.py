@@ -362,6 +362,8 @@ class TransformersEngine(Engine):
         self._adapters: dict[str, str] = {}
         self._lock = threading.RLock()
         torch.set_grad_enabled(False)
+        if self.device == "cpu":
+            self._build_fused_step(say)
 
     # -- adapters ---------------------------------------------------------------------------
 
@@ -524,13 +526,11 @@ class TransformersEngine(Engine):
         import torch
 
         from coopcode.engines import weight_copies
-        from coopcode.engines.fused_decode import unsupported
 
         offered = []
         if weight_copies.can_pack(self.base.dtype):
             offered.append("packed")
-        bf16_ok = self.base.dtype == torch.bfloat16 or not self.dtype_chosen
-        if unsupported(self.base) is None and bf16_ok:
+        if self._fused_offered():
             offered.append("fused")
         if self.base.dtype == torch.float32 and not self.dtype_chosen:
             offered.append("bf16")
@@ -539,6 +539,29 @@ class TransformersEngine(Engine):
         many = ["onednn", *(["packed"] if "packed" in offered else [])]
         few = {"few": [*many, "fused"]} if "fused" in offered else {}
         return {"one": ["onednn", "aten", *offered], **few, "many": many}
+
+    def _fused_offered(self) -> bool:
+        """Whether the fused step may run this model here: a supported model, and not where
+        the user asked for fp32 (it multiplies by bf16 weights)."""
+        import torch
+
+        from coopcode.engines.fused_decode import unsupported
+
+        return unsupported(self.base) is None and (
+            self.base.dtype == torch.bfloat16 or not self.dtype_chosen)
+
+    def _build_fused_step(self, say: Callable[[str], None]) -> None:
+        """Compile the fused step now, while the model loads, if it will be offered and is not
+        built on this machine yet (once: ~30 s); the user is told. A failure is kept and said
+        where the kernels are (`describe`)."""
+        from coopcode.engines import fused_decode
+
+        if self._fused_offered() and not fused_decode.built():
+            say("building the fused decode kernel (once per machine, ~30 s) ...")
+            try:
+                fused_decode.extension()
+            except RuntimeError:
+                pass  # not offered then (`weight_copies` records why)
 
     def _copier(self) -> Callable[[set[str]], Any]:
         """What makes copies of the base's linear weights (`coopcode.engines.weight_copies`)
