@@ -65,9 +65,9 @@ def main() -> None:
     engine.generate([GenerationRequest(prompt, SamplingParams(n=2, max_new_tokens=4))])  # warm-up
 
     shipped = dict(engine.kernels)
-    print(f"kernels: one token {shipped['one']}, a batch {shipped['many']}")
+    print(f"kernels: one token {shipped['one'][0]}, a batch {shipped['many'][0]}")
 
-    def rate(batch: int, kernels: dict[str, str]) -> float:
+    def rate(batch: int, kernels: dict[str, list[str]]) -> float:
         engine.kernels = kernels
         params = SamplingParams(n=batch, max_new_tokens=args.steps + 1, temperature=0.8, seed=1)
         t0 = time.perf_counter()

@@ -69,12 +69,12 @@ def forward_sizes(engine: Any, sizes: list[int], reps: int = 3) -> None:
 
     from coopcode.engines.transformers_engine import on_kernels
 
-    print(f"one forward of T tokens on the batch's kernels ({engine.kernels['many']}), "
+    print(f"one forward of T tokens on the batch's kernels ({engine.kernels['many'][0]}), "
           f"best of {reps}:")
     for n in sizes:
         ids = torch.zeros(1, n, dtype=torch.long)
         keep = torch.tensor([n - 1])
-        with torch.inference_mode(), on_kernels(engine.kernels["many"], engine.copies):
+        with torch.inference_mode(), on_kernels(engine.kernels["many"][0], engine.copies):
             engine.base(input_ids=ids, use_cache=False, logits_to_keep=keep)
             best = float("inf")
             for _ in range(reps):

@@ -79,7 +79,7 @@ def main() -> None:
     from coopcode.collaboration import prompts
     from coopcode.engines import cpu_threads
     from coopcode.engines.transformers_engine import TransformersEngine
-    from coopcode.engines.weight_copies import WAYS, WeightCopies
+    from coopcode.engines.weight_copies import WAYS
     from coopcode.problems import load_humaneval
 
     engine = TransformersEngine(None)
@@ -94,18 +94,14 @@ def main() -> None:
     per_token = bytes_per_token(engine.base)
     limit = bandwidth / per_token
     engine.batcher()  # measures the one-token kernels (or reads what it measured)
-    shipped = engine.kernels["one"]
+    shipped, fallback = engine.kernels["one"][0], engine.kernels["one"][-1]  # (adapters it refuses)
     release = cpu_threads.release
     print(f"model {engine.model_name}, {str(engine.dtype).replace('torch.', '')}, "
           f"{torch.get_num_threads()} threads, OpenMP waits: {args.omp}; read bandwidth {bandwidth / 1e9:.1f} GB/s, "
           f"{per_token / 1e6:.0f} MB of weights per token: limit {limit:.1f} tok/s; "
           f"one-token forward measured fastest on {shipped} kernels")
     offered = engine._kernel_options()["one"]
-    copies = {w for w in offered if w in WAYS}
-    if copies and engine.copies is None:
-        engine.copies = WeightCopies(engine.base, copies, rows=engine.max_batch)
-    elif copies:
-        engine.copies.add(copies, rows=engine.max_batch)
+    engine.add_copies({w for w in offered if w in WAYS})
     ways = {"as shipped": (shipped, release)}
     ways.update({f"{w} kernels for one token": (w, release) for w in offered if w != shipped})
     ways["idle threads keep their workers"] = (shipped, lambda: False)
@@ -114,11 +110,10 @@ def main() -> None:
 
     limits = {way: bandwidth / (per_token // 2 if reads_bf16_copy(kernels) else per_token)
               for way, (kernels, _) in ways.items()}
-    fallback = engine.kernels.get("one adapter", shipped)  # adapter rows where "fused" runs
     best: dict[tuple[str, str | None], float] = {}
     for _ in range(args.runs):
         for way, (kernels, rel) in ways.items():
-            engine.kernels = {**engine.kernels, "one": kernels, "one adapter": fallback}
+            engine.kernels = {**engine.kernels, "one": [kernels, fallback]}
             cpu_threads.release = rel
             for adapter in adapters:
                 torch.ones(1 << 24).sum()  # this thread computes, as a loader or trainer does

@@ -87,7 +87,25 @@ def extension() -> Any:
             _built["error"] = f"the fused decode kernel did not build: {str(exc).splitlines()[0][:200]}"
             raise RuntimeError(_built["error"]) from None
         _built["module"] = module
+        from torch.utils.cpp_extension import _get_build_directory
+
+        remove_stale_builds(Path(_get_build_directory(_name(), verbose=False)).parent, _name())
         return module
+
+
+def remove_stale_builds(root: Path, keep: str, days: float = 7.0) -> list[Path]:
+    """Delete the builds of earlier versions of the kernel under torch's extension cache
+    (`root`) not touched for `days` (each source edit is a new build, ~1 MB, and a new
+    version of coopcode would otherwise leave the old one there for good); a checkout of an
+    older version that still wants one builds it again. Returns what was deleted."""
+    import shutil
+    import time
+
+    stale = [d for d in root.glob("coopcode_fused_decode_*") if d.name != keep and d.is_dir()
+             and time.time() - d.stat().st_mtime > days * 86400]
+    for d in stale:
+        shutil.rmtree(d, ignore_errors=True)
+    return stale
 
 
 def unsupported(model: Any) -> str | None:

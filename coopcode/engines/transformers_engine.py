@@ -157,20 +157,22 @@ def measured_cpu_dtype() -> str:
 
 
 def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
-                   make_copies: Callable[[set[str]], Any], reps: int = 3) -> tuple[dict[str, str], Any]:
+                   make_copies: Callable[[set[str]], Any], reps: int = 3
+                   ) -> tuple[dict[str, list[str]], Any]:
     """The matrix kernels of the decode loop's forwards here, per kind of forward: "one"
     (a single token: one stream), "few" (2 to `fused_decode.MAX_ROWS` rows that each decode
     a token, no prompt among them; offered with the fused step) and "many" (any other
-    batch), each one of `options[kind]`: "onednn" (torch's default on a CPU), "aten"
+    batch), each from `options[kind]`: "onednn" (torch's default on a CPU), "aten"
     (torch's own, oneDNN switched off), or one that multiplies by a copy of the weights
     (`coopcode.engines.weight_copies`, made by `make_copies`): "packed" (oneDNN on prepacked
     weights) or "bf16" (a bf16 copy of fp32 weights on torch's own kernels); or "fused" (the
-    whole step of those rows in one compiled call, `coopcode.engines.fused_decode`; rows
-    under an adapter it does not apply then run `choice["one adapter"]`, the fastest of the
-    others for one row, or the "many" kernel). Timed on `model` itself (best of `reps`
-    forwards of 1, `MAX_ROWS` and 32 tokens: "few" at its most rows, where the fused step
-    gains least) and remembered under `key`. Returns the choice, and the weight copies it
-    uses (made only then: they cost memory), or None.
+    whole step of those rows in one compiled call, `coopcode.engines.fused_decode`). Timed on
+    `model` itself (best of `reps` forwards of 1, `MAX_ROWS` and 32 tokens: "few" at its most
+    rows, where the fused step gains least) and remembered under `key`.
+
+    Returns, per kind, its kernels fastest first down to the first that runs any row (`ranked`:
+    a step runs on the first of them that can run its rows), and the weight copies those use
+    (made only then: they cost memory), or None.
 
     A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
     with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
@@ -184,19 +186,13 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
     from coopcode.engines.fused_decode import MAX_ROWS
     from coopcode.engines.weight_copies import WAYS
 
-    known = _remembered(key).get("kernels")
-    if isinstance(known, dict) and all(known.get(k) in ways for k, ways in options.items()):
-        choice = {k: str(known[k]) for k in options}
-        if choice.get("one") == "fused":
-            if known.get("one adapter") not in options["one"]:
-                known = None  # remembered before the fallback was: measure again
-            else:
-                choice["one adapter"] = str(known["one adapter"])
-        if known is not None:
-            used = set(choice.values()) & set(WAYS)
-            return choice, make_copies(used) if used else None
+    known: Any = _remembered(key).get("kernels")
+    if _is_ranking(known, options):
+        choice = {k: [str(w) for w in known[k]] for k in options}
+        used = {w for ways in choice.values() for w in ways} & set(WAYS)
+        return choice, make_copies(used) if used else None
     if not torch.backends.mkldnn.is_available():
-        return {"one": "aten", "many": "onednn"}, None
+        return {"one": ["aten"], "many": ["onednn"]}, None
     offered = {w for ways in options.values() for w in ways} & set(WAYS)
     copies = make_copies(offered) if offered else None
     seconds: dict[str, dict[str, float]] = {}
@@ -218,17 +214,35 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
                         forward()
                         best = min(best, time.perf_counter() - t0)
                 seconds.setdefault(kind, {})[way] = best
-    choice = {kind: min(times, key=times.__getitem__) for kind, times in seconds.items()}
-    if choice.get("one") == "fused":  # rows under a LoRA adapter run the fastest other kernel
-        others = {w: t for w, t in seconds["one"].items() if w != "fused"}
-        choice["one adapter"] = min(others, key=others.__getitem__)
+    choice = {kind: ranked(times) for kind, times in seconds.items()}
     _remember(key, {"kernels": choice, "seconds": seconds})
     if copies is not None:
-        copies.keep(set(choice.values()))  # those measured slower here: their memory goes back
+        copies.keep({w for ways in choice.values() for w in ways})  # the others' memory goes back
         if not copies.ways:
             copies.remove()
             copies = None
     return choice, copies
+
+
+# The one kernel that does not run every row: the fused step refuses rows under an adapter it
+# cannot apply (`FusedDecoder.runs`).
+PARTIAL_WAYS = frozenset({"fused"})
+
+
+def ranked(seconds: dict[str, float]) -> list[str]:
+    """Kernels fastest first, down to the first that runs any row (those after it never run)."""
+    order = sorted(seconds, key=seconds.__getitem__)
+    general = next((i for i, way in enumerate(order) if way not in PARTIAL_WAYS), len(order) - 1)
+    return order[:general + 1]
+
+
+def _is_ranking(known: Any, options: dict[str, list[str]]) -> bool:
+    """Whether `known` (remembered) ranks every kind of `options` from its own ways, each
+    ending on one that runs any row (older remembered forms are measured again)."""
+    return isinstance(known, dict) and all(
+        isinstance(known.get(kind), list) and known[kind]
+        and all(way in ways for way in known[kind]) and known[kind][-1] not in PARTIAL_WAYS
+        for kind, ways in options.items())
 
 
 @contextmanager
@@ -243,12 +257,12 @@ def on_kernels(way: str, copies: Any = None) -> Iterator[None]:
         yield
 
 
-def without_copies(kernels: dict[str, str]) -> dict[str, str]:
+def without_copies(kernels: dict[str, list[str]]) -> dict[str, list[str]]:
     """`kernels` on the weights as stored wherever they chose a copy (what the engine ran
     before it measured those: the benchmarks' reference): oneDNN for prepacked weights,
     torch's own kernels for a bf16 copy."""
     plain = {"packed": "onednn", "bf16": "aten"}
-    return {kind: plain.get(way, way) for kind, way in kernels.items()}
+    return {kind: list(dict.fromkeys(plain.get(w, w) for w in ways)) for kind, ways in kernels.items()}
 
 
 @contextmanager
@@ -355,9 +369,11 @@ class TransformersEngine(Engine):
         self.eos_ids = self._eos_ids()
         self.peft: Any = None  # a PeftModel around `base` once an adapter is loaded
         self._lora: TokenLora | None = None  # its per-token LoRA hooks (the decode loop's)
-        # The kernels of the decode loop's forwards of one token and of many (`choose_kernels`),
-        # and the copies of the weights (`weight_copies`) if some of them multiply by those.
-        self.kernels = {"one": "onednn", "many": "onednn"}
+        # The kernels of the decode loop's forwards per kind, fastest first (`choose_kernels`),
+        # the copies of the weights (`weight_copies`) if some of them multiply by those, and
+        # the most rows a "few" forward holds (0: that kind is not offered).
+        self.kernels = {"one": ["onednn"], "many": ["onednn"]}
+        self.few_rows = 0
         self.copies: Any = None
         self._adapters: dict[str, str] = {}
         self._lock = threading.RLock()
@@ -481,6 +497,10 @@ class TransformersEngine(Engine):
                     key += mark
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
                 self.kernels, self.copies = choose_kernels(self.base, key, options, self._copier())
+            if "few" in options:
+                from coopcode.engines.fused_decode import MAX_ROWS
+
+                self.few_rows = MAX_ROWS
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
@@ -492,23 +512,20 @@ class TransformersEngine(Engine):
         under its own adapter; the logits at the positions in `keep`."""
         import torch
 
-        from coopcode.engines.fused_decode import MAX_ROWS
-
         names = {a for a in adapters if a is not None}
         for name in names:
             if name not in self._adapters:
                 raise ModelError(f"adapter {name!r} is not loaded")
         kind = ("one" if len(tokens) == 1 else
-                "few" if "few" in self.kernels and not plan.chunks and len(tokens) <= MAX_ROWS
+                "few" if "few" in self.kernels and not plan.chunks and len(tokens) <= self.few_rows
                 else "many")
-        kernel = self.kernels[kind]
-        if kernel == "fused":
-            fused = self.copies.fused if self.copies is not None else None
-            if fused is not None and all(fused.runs(name) for name in names):
-                slots = plan.decode_slots or [plan.chunks[0][0]]  # (or one prompt token)
-                logits = fused.step(tokens, positions, slots, plan.cache.k, plan.cache.v, adapters)
-                return logits[keep]
-            kernel = self.kernels["one adapter" if kind == "one" else "many"]
+        fused = self.copies.fused if self.copies is not None else None
+        runs_fused = fused is not None and all(fused.runs(name) for name in names)
+        kernel = next((way for way in self.kernels[kind] if way != "fused" or runs_fused), "onednn")
+        if kernel == "fused" and fused is not None:
+            slots = plan.decode_slots or [plan.chunks[0][0]]  # (or one prompt token)
+            logits = fused.step(tokens, positions, slots, plan.cache.k, plan.cache.v, adapters)
+            return logits[keep]
         inputs = dict(input_ids=torch.tensor([tokens], device=self.device),
                       position_ids=torch.tensor([positions], device=self.device), use_cache=False,
                       logits_to_keep=torch.tensor(keep, dtype=torch.long, device=self.device),
@@ -570,6 +587,15 @@ class TransformersEngine(Engine):
 
         return lambda ways: weight_copies.WeightCopies(self.base, ways, rows=self.max_batch)
 
+    def add_copies(self, ways: set[str]) -> None:
+        """Copies of the weights for `ways` as well (`weight_copies`), made or added to those
+        the engine keeps, so a kernel measured slower here can still be run (benchmarks and
+        tests compare every kernel the engine may choose)."""
+        if self.copies is None:
+            self.copies = self._copier()(ways)
+        else:
+            self.copies.add(ways, rows=self.max_batch)
+
     def _flat_logits(self, adapters: list[str | None], names: set[str], inputs: dict[str, Any]
                      ) -> Any:
         import torch
@@ -614,13 +640,13 @@ class TransformersEngine(Engine):
 
     def describe(self) -> dict[str, object]:
         """The engine's settings; once the decode loop has started on a CPU, also the kernels
-        it measured fastest per kind of forward (`choose_kernels`) and any it could not make
+        it measured per kind of forward, fastest first (`choose_kernels`), and any it could not make
         here, with the reason."""
         said: dict[str, object] = {"dtype": str(self.dtype).replace("torch.", ""),
                                    "device": self.device, "max_batch": self.max_batch,
                                    "deterministic": self.deterministic}
         if self._batcher is not None and self.device == "cpu":
-            said["kernels"] = dict(self.kernels)
+            said["kernels"] = {kind: list(ways) for kind, ways in self.kernels.items()}
             if self.copies is not None and self.copies.unavailable:
                 said["kernels_unavailable"] = dict(self.copies.unavailable)
         return said
