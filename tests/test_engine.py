@@ -534,7 +534,8 @@ def _first_stop_only_in_row_0(engine: TransformersEngine, free: list) -> str:
 
 def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
         tiny_model_dir: Path, kernel_memory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Copies cost memory (prepacked: the weights again; bf16 of fp32: half): the engine
+    """Copies cost memory (prepacked: the weights again; bf16 of fp32: half; the fused
+    step's pairs: as much as bf16): the engine
     offers them only while they fit in half of what the kernel says is available, prepacked
     ones first (a batch's speed is what benches and training wait on)."""
     import torch
@@ -550,10 +551,15 @@ def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
         assert packed == 2 * bf16 > 0
         packs = weight_copies.can_pack(torch.float32)
         first = packed if packs else 0  # what the prepacked copy takes where it can be made
-        # The fused step (where it runs here) shares the bf16 copy: offered with it.
-        both = {"packed", "bf16"} | ({"fused"} if fused_decode.unsupported(engine.base) is None else set())
-        cases = [(10 * (first + bf16), both), (2 * (first + bf16), both),
-                 (2 * (first + bf16) - 2, {"packed"} if packs else set())]
+        # The fused step (where it runs here) shares the bf16 copy: offered with it; with bf16
+        # dot products it packs those weights in pairs as well (as many bytes again).
+        fused = fused_decode.unsupported(engine.base) is None
+        both = {"packed", "bf16"} | ({"fused"} if fused else set())
+        pairs = bf16 if fused and fused_decode.isa_level() == 2 else 0
+        assert weight_copies.copy_bytes(engine.base, ["fused"]) == bf16 + pairs
+        every = first + bf16 + pairs
+        cases = [(10 * every, both), (2 * every, both),
+                 (2 * every - 2, {"packed"} if packs else set())]
         if packs:
             cases.append((2 * packed - 2, set()))
         for available, ways in cases:

@@ -1,5 +1,5 @@
-// One decode step of a Qwen2/Llama-style model for a single row, in one call: every layer's
-// norms, products, rotary, attention over the row's slot of the KV cache and the MLP, then
+// One decode step of a Qwen2/Llama-style model for 1 to 32 rows, in one call: every layer's
+// norms, products, rotary, attention over each row's slot of the KV cache and the MLP, then
 // the vocabulary head. See fused_decode.py for why and where it is used.
 //
 // One OpenMP team for the whole token: the threads split each product's output rows and
@@ -8,7 +8,9 @@
 // thread keeps its own copy of the residual stream and recomputes the (tiny) norms itself,
 // which saves barriers. Weights are bf16; every product's input is rounded to bf16 (as in a
 // bf16 model, and as the engine's bf16 copy of an fp32 model does) and accumulates in fp32.
-// Kernels: avx512_bf16 (dot products of bf16 pairs), AVX-512, AVX2+FMA, chosen by the caller.
+// Kernels: avx512_bf16 (dot products of bf16 pairs), AVX-512, AVX2+FMA, chosen by the caller;
+// with avx512_bf16 a step of several rows multiplies by the weights packed in pairs (up to 32
+// rows), elsewhere each weight row is dotted with every input (up to 8 rows).
 #include <torch/extension.h>
 
 #include <immintrin.h>
@@ -156,6 +158,63 @@ void rows_avx512(const bf16* W, const void* xk, const float* xf, int64_t xs, flo
   }
 }
 
+// ---- Several inputs at once on avx512_bf16: y[k][o] = W[o] . x[k] from the weights packed
+// in pairs along the input (`pack_pairs`: per block of 16 outputs, for each pair of input
+// elements the 16 outputs' two weights side by side). Each vector of weights loaded serves
+// every input through a broadcast of the input's pair, and each sum stays in its output's
+// lane: no reductions, and the inputs are read as 4 bytes a step, not whole vectors. For 2-16
+// rows the products run at 1.3-2.6x the row kernel above (a long input, as the MLP's down
+// product's, overflows the L1 cache there); see BENCHMARKS.md "Greedy in flight against the
+// machine's peak". Blocks [b0, b1) of 16 outputs, NB at a time; `out` outputs in all (the
+// last block may hold fewer: its stores are masked).
+inline void store_block(float* y, __m512 v, int64_t valid) {
+  if (valid >= 16) {
+    _mm512_storeu_ps(y, v);
+  } else {
+    _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << valid) - 1u), v);
+  }
+}
+
+using PairsFn = void (*)(const uint32_t* Wp, const bf16* xb, int64_t xs, float* y, int64_t ys,
+                         int64_t b0, int64_t b1, int64_t n, int64_t out);
+
+template <int R, int NB>
+void pairs_avx512bf16(const uint32_t* Wp, const bf16* xb, int64_t xs, float* y, int64_t ys,
+                      int64_t b0, int64_t b1, int64_t n, int64_t out) {
+  const int64_t np = n / 2;
+  int64_t b = b0;
+  for (; b + NB <= b1; b += NB) {
+    __m512 acc[R][NB];
+#pragma GCC unroll 8
+    for (int k = 0; k < R; ++k)
+#pragma GCC unroll 4
+      for (int u = 0; u < NB; ++u) acc[k][u] = _mm512_setzero_ps();
+    const uint32_t* w = Wp + b * np * 16;
+    for (int64_t p = 0; p < np; ++p) {
+      __m512bh wv[NB];
+#pragma GCC unroll 4
+      for (int u = 0; u < NB; ++u)
+        wv[u] = (__m512bh)_mm512_loadu_si512(w + (u * np + p) * 16);
+#pragma GCC unroll 8
+      for (int k = 0; k < R; ++k) {
+        int32_t pair;  // input k's elements 2p and 2p + 1
+        std::memcpy(&pair, xb + k * xs + 2 * p, sizeof pair);
+        const __m512bh xv = (__m512bh)_mm512_set1_epi32(pair);
+#pragma GCC unroll 4
+        for (int u = 0; u < NB; ++u) acc[k][u] = _mm512_dpbf16_ps(acc[k][u], wv[u], xv);
+      }
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < R; ++k)
+#pragma GCC unroll 4
+      for (int u = 0; u < NB; ++u)
+        store_block(y + k * ys + (b + u) * 16, acc[k][u], out - (b + u) * 16);
+  }
+  if constexpr (NB > 1) {
+    if (b < b1) pairs_avx512bf16<R, 1>(Wp, xb, xs, y, ys, b, b1, n, out);
+  }
+}
+
 #pragma GCC pop_options
 
 __attribute__((target("avx2,fma")))
@@ -207,7 +266,8 @@ void rows_avx2(const bf16* W, const void* xk, const float* xf, int64_t xs, float
   }
 }
 
-constexpr int kMaxRows = 8;  // inputs one call takes (each weight read once for all of them)
+constexpr int kRowKernels = 8;  // inputs the row kernels take at once
+constexpr int kMaxRows = 32;    // rows a step takes where the weights are packed in pairs
 
 // The kernel for `rows` inputs at `level` (2 avx512_bf16, 1 AVX-512, 0 AVX2): one input gets
 // 4 independent sums (as many as hide the latency), more inputs fewer each.
@@ -217,6 +277,47 @@ RowsFn rows_for(int64_t level) {
   if (level >= 2) return rows_avx512bf16<R, U>;
   if (level == 1) return rows_avx512<R, R == 1 ? 2 : 1, R <= 4 ? 2 : 1>;
   return rows_avx2<R, R == 1 ? 2 : 1, R <= 2 ? 2 : 1>;
+}
+
+// The pair kernel for `rows` inputs (1 to kRowKernels), `NB` blocks of 16 outputs at a time
+// (0: 4 for up to 3 inputs, enough independent sums, else 2, as many as 8 inputs' registers
+// allow).
+template <int R, int NB>
+constexpr PairsFn pairs_for() {
+  return pairs_avx512bf16<R, (NB > 0 ? NB : R <= 3 ? 4 : 2)>;
+}
+
+template <int NB>
+PairsFn pick_pairs(int rows) {
+  switch (rows) {
+    case 1: return pairs_for<1, NB>();
+    case 2: return pairs_for<2, NB>();
+    case 3: return pairs_for<3, NB>();
+    case 4: return pairs_for<4, NB>();
+    case 5: return pairs_for<5, NB>();
+    case 6: return pairs_for<6, NB>();
+    case 7: return pairs_for<7, NB>();
+    default: return pairs_for<8, NB>();
+  }
+}
+
+// The weights of a [out, n] bf16 matrix (n even) packed in pairs for the pair kernel:
+// [ceil(out / 16)][n / 2][16] 32-bit words, word (b, p, j) holding W[16b + j][2p] in its low
+// half and W[16b + j][2p + 1] in its high half (zero past the last output).
+at::Tensor pack_pairs(const bf16* w, int64_t out, int64_t n) {
+  const int64_t blocks = (out + 15) / 16, np = n / 2;
+  at::Tensor packed = at::zeros({blocks, np, 16}, at::kInt);
+  uint32_t* p = reinterpret_cast<uint32_t*>(packed.data_ptr<int32_t>());
+  at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      for (int64_t j = 0; j < 16 && b * 16 + j < out; ++j) {
+        const bf16* row = w + (b * 16 + j) * n;
+        uint32_t* dst = p + b * np * 16 + j;
+        for (int64_t q = 0; q < np; ++q)
+          dst[q * 16] = static_cast<uint32_t>(row[2 * q]) | (static_cast<uint32_t>(row[2 * q + 1]) << 16);
+      }
+  });
+  return packed;
 }
 
 RowsFn pick_rows(int64_t level, int rows) {
@@ -259,7 +360,8 @@ struct SpinBarrier {
 
 struct Linear {
   const bf16* w = nullptr;
-  const float* bias = nullptr;  // fp32, or null
+  const uint32_t* pairs = nullptr;  // the weights packed in pairs (`pack_pairs`), or null
+  const float* bias = nullptr;      // fp32, or null
   int64_t out = 0, in = 0;
 };
 
@@ -327,7 +429,11 @@ class FusedDecoder {
     // tensors: embed, final norm, head, inv_freq, then per layer: ln1, ln2,
     // q.w, q.b, k.w, k.b, v.w, v.b, o.w, o.b, gate.w, gate.b, up.w, up.b, down.w, down.b
     // (biases may be empty tensors).
-    for (int r = 0; r < kMaxRows; ++r) rows_[r] = pick_rows(isa, r + 1);
+    for (int r = 0; r < kRowKernels; ++r) {
+      rows_[r] = pick_rows(isa, r + 1);
+      pairs_[r] = pick_pairs<0>(r + 1);
+      pairs2_[r] = pick_pairs<2>(r + 1);
+    }
     level_ = isa;
     block_ = isa == 1 ? 32 : 16;
     TORCH_CHECK(static_cast<int64_t>(held_.size()) == 4 + 16 * layers, "wrong tensor count");
@@ -350,7 +456,27 @@ class FusedDecoder {
       L.down = linear(t[14], t[15]);
       layers_.push_back(L);
     }
+    // With bf16 dot products, a step of 2 or more rows multiplies by the weights packed in
+    // pairs (a copy as large as the bf16 weights), and takes up to kMaxRows rows; every
+    // product's input length must be even for it.
+    max_rows_ = kRowKernels;
+    if (isa >= 2) {
+      std::vector<Linear*> all{&head_};
+      for (Layer& L : layers_)
+        for (Linear* p : {&L.q, &L.k, &L.v, &L.o, &L.gate, &L.up, &L.down}) all.push_back(p);
+      bool even = true;
+      for (const Linear* p : all) even = even && p->in % 2 == 0;
+      if (even) {
+        for (Linear* p : all) {
+          packed_.push_back(pack_pairs(p->w, p->out, p->in));
+          p->pairs = reinterpret_cast<const uint32_t*>(packed_.back().data_ptr<int32_t>());
+        }
+        max_rows_ = kMaxRows;
+      }
+    }
   }
+
+  int64_t max_rows() const { return max_rows_; }
 
   // Registers adapter `id`: per layer and product (q, k, v, o, gate, up, down) its A and B
   // (fp32, contiguous; empty tensors where the adapter leaves that product alone) and
@@ -383,13 +509,13 @@ class FusedDecoder {
   // The logits [R, vocab] (fp32) of R rows' tokens, row i's `tokens[i]` at `pos[i]` in cache
   // slot `slots[i]` (distinct) under adapter `adapters[i]` (-1: the bare base); writes the
   // tokens' keys and values into the cache (per layer [slots, kv_heads, length, head_dim]).
-  // Each weight is read once for all the rows (up to kMaxRows).
+  // Each weight is read once for all the rows (up to `max_rows()`).
   at::Tensor step(std::vector<int64_t> tokens, std::vector<int64_t> pos,
                   std::vector<int64_t> slots, std::vector<at::Tensor> cache_k,
                   std::vector<at::Tensor> cache_v, int64_t threads,
                   std::vector<int64_t> adapters) {
     const int R = static_cast<int>(tokens.size());
-    TORCH_CHECK(R >= 1 && R <= kMaxRows, "1 to ", kMaxRows, " rows a step");
+    TORCH_CHECK(R >= 1 && R <= max_rows_, "1 to ", max_rows_, " rows a step");
     TORCH_CHECK(pos.size() == tokens.size() && slots.size() == tokens.size() &&
                     adapters.size() == tokens.size(),
                 "a token, a position, a slot and an adapter per row");
@@ -451,7 +577,23 @@ class FusedDecoder {
     int64_t a, b;
     split(L.out, t, T, &a, &b);
     if (a == b) return;
-    rows_[R - 1](L.w, xk, xf, xs, y, ys, a, b, L.in);
+    if (R > 1 && L.pairs != nullptr) {
+      const bf16* xb = static_cast<const bf16*>(xk);
+      const int64_t b0 = a / 16, b1 = (b + 15) / 16;  // (a is a multiple of 16: `split`)
+      if (R <= kRowKernels) {
+        pairs_[R - 1](L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out);
+      } else {  // a pass of up to 8 rows at a time over each two blocks' weights (the
+                // passes after the first read them from the cache)
+        for (int64_t c = b0; c < b1; c += 2) {
+          const int64_t e = std::min(c + 2, b1);
+          for (int g = 0; g < R; g += kRowKernels)
+            pairs2_[std::min(kRowKernels, R - g) - 1](L.pairs, xb + g * xs, xs, y + g * ys, ys, c,
+                                                      e, L.in, L.out);
+        }
+      }
+    } else {
+      rows_[R - 1](L.w, xk, xf, xs, y, ys, a, b, L.in);
+    }
     for (int k = 0; k < R; ++k) {
       float* yk = y + k * ys;
       if (L.bias)
@@ -660,7 +802,11 @@ class FusedDecoder {
   std::vector<Layer> layers_;
   int64_t heads_, kv_heads_, head_dim_, hidden_ = 0;
   float eps_, rope_scaling_;
-  RowsFn rows_[kMaxRows];
+  RowsFn rows_[kRowKernels];
+  PairsFn pairs_[kRowKernels];   // the pair kernels, as many blocks at a time as suit each
+  PairsFn pairs2_[kRowKernels];  // two blocks at a time (the passes of more than 8 rows)
+  std::vector<at::Tensor> packed_;  // the weights packed in pairs, or none
+  int64_t max_rows_ = kRowKernels;
   int64_t level_ = 0, block_ = 16;
   std::mutex busy_;
   std::vector<float> shared_[9];
@@ -678,6 +824,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
                           double, int64_t>())
       .def("set_adapter", &FusedDecoder::set_adapter)
       .def("drop_adapter", &FusedDecoder::drop_adapter)
-      .def("step", &FusedDecoder::step);
+      .def("step", &FusedDecoder::step)
+      .def_property_readonly("max_rows", &FusedDecoder::max_rows);
   m.attr("MAX_ROWS") = kMaxRows;
 }

@@ -1,5 +1,6 @@
-"""A single row's decode step in one compiled call (`fused_decode.cpp`): the "fused" kernel
-the engine may choose for one-token forwards (`transformers_engine.choose_kernels`).
+"""The decode step of 1 to `max_rows` rows in one compiled call (`fused_decode.cpp`): the
+"fused" kernel the engine may choose for one-token forwards and for steps in which every row
+decodes a token (`transformers_engine.choose_kernels`).
 
 Why: a single stream (the TUI's live view) is bound by reading the weights once a token, yet
 the eager forward reached only ~53% of the machine's bandwidth limit (BENCHMARKS.md, "A
@@ -10,6 +11,14 @@ way to close that here: q/k/v fused, one thread, prepacked weights and torch.com
 measured no faster or slower. The compiled step keeps one team of threads busy for the whole
 token (spinning barriers between a layer's phases), uses avx512_bf16's bf16 dot products
 where the CPU has them, and does everything between the products in the same loop.
+
+Several rows: each weight is read once for all of them. Where the CPU has bf16 dot products
+the weights are also packed in pairs along the input (a copy as large as the bf16 weights),
+so that one loaded vector of weights serves every row through a broadcast of its input, with
+no reductions: steps of 2 to 32 rows then run near the machine's matrix-product peak (8 rows
+33 ms, 16 rows 51 ms, 32 rows 92 ms for the 0.5B model, where oneDNN's prepacked forward of
+as many tokens takes 55, 72 and 115 ms: BENCHMARKS.md "The fused step for many rows").
+Elsewhere each weight row is dotted with every input, up to 8 rows.
 
 Scope, checked by `unsupported`: Qwen2- and Llama-style decoders (RMSNorm, rotary of the
 default kind, grouped-query attention, a SiLU-gated MLP) whose weights are bf16 or fp32 (an
@@ -33,7 +42,9 @@ import torch
 
 SOURCE = Path(__file__).with_name("fused_decode.cpp")
 ARCHITECTURES = ("qwen2", "llama")
-MAX_ROWS = 8  # rows one step takes (fused_decode.cpp's kMaxRows)
+# The most rows one step takes on any CPU (fused_decode.cpp's kMaxRows): 32 where the CPU
+# has bf16 dot products (the weights packed in pairs), 8 elsewhere (`FusedDecoder.max_rows`).
+MAX_ROWS = 32
 _built: dict[str, Any] = {}
 _build_lock = threading.Lock()
 
@@ -54,9 +65,14 @@ def isa_level() -> int | None:
     return 0 if capability == "AVX2" else None
 
 
+def version() -> str:
+    """The kernel source's hash: an edited kernel is another version."""
+    return hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
+
+
 def _name() -> str:
-    """The extension's name: the source's hash in it, so an edited kernel is built anew."""
-    return f"coopcode_fused_decode_{hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]}"
+    """The extension's name: its version in it, so an edited kernel is built anew."""
+    return f"coopcode_fused_decode_{version()}"
 
 
 def built() -> bool:
@@ -186,11 +202,14 @@ class FusedDecoder:
             tensors, self.layers, self.heads, self.kv_heads, self.head_dim,
             float(inner.norm.variance_epsilon), float(getattr(rotary, "attention_scaling", 1.0)),
             level)
+        # Rows one step takes: 32 with bf16 dot products (the weights then packed in pairs as
+        # well: a copy as large as the bf16 weights), 8 elsewhere.
+        self.max_rows = int(self._kernel.max_rows)
 
     def step(self, tokens: Sequence[int], positions: Sequence[int], slots: Sequence[int],
              cache_k: list[Any], cache_v: list[Any],
              adapters: Sequence[str | None] | None = None) -> Any:
-        """Logits `[rows, vocab]` (fp32) of up to `MAX_ROWS` rows' next tokens in one call, each
+        """Logits `[rows, vocab]` (fp32) of up to `max_rows` rows' next tokens in one call, each
         weight read once for all of them: row i's `tokens[i]` at `positions[i]` in cache slot
         `slots[i]` (distinct), under LoRA adapter `adapters[i]` (one `runs` said yes to) or
         the bare base (None); the tokens' keys and values are written to the cache

@@ -160,14 +160,14 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
                    make_copies: Callable[[set[str]], Any], reps: int = 3
                    ) -> tuple[dict[str, list[str]], Any]:
     """The matrix kernels of the decode loop's forwards here, per kind of forward: "one"
-    (a single token: one stream), "few" (2 to `fused_decode.MAX_ROWS` rows that each decode
+    (a single token: one stream), "few" (2 to `FusedDecoder.max_rows` rows that each decode
     a token, no prompt among them; offered with the fused step) and "many" (any other
     batch), each from `options[kind]`: "onednn" (torch's default on a CPU), "aten"
     (torch's own, oneDNN switched off), or one that multiplies by a copy of the weights
     (`coopcode.engines.weight_copies`, made by `make_copies`): "packed" (oneDNN on prepacked
     weights) or "bf16" (a bf16 copy of fp32 weights on torch's own kernels); or "fused" (the
     whole step of those rows in one compiled call, `coopcode.engines.fused_decode`). Timed on
-    `model` itself (best of `reps` forwards of 1, `MAX_ROWS` and 32 tokens: "few" at its most
+    `model` itself (best of `reps` forwards of 1, `max_rows` and 32 tokens: "few" at its most
     rows, where the fused step gains least) and remembered under `key`.
 
     Returns, per kind, its kernels fastest first down to the first that runs any row (`ranked`:
@@ -196,7 +196,8 @@ def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
     offered = {w for ways in options.values() for w in ways} & set(WAYS)
     copies = make_copies(offered) if offered else None
     seconds: dict[str, dict[str, float]] = {}
-    tokens = {"one": 1, "few": MAX_ROWS, "many": 32}
+    few = copies.fused.max_rows if copies is not None and copies.fused is not None else MAX_ROWS
+    tokens = {"one": 1, "few": few, "many": 32}
     with torch.inference_mode():
         for kind, ways in options.items():
             ids = torch.zeros(1, tokens[kind], dtype=torch.long, device=model.device)
@@ -492,15 +493,16 @@ class TransformersEngine(Engine):
         if self.device == "cpu":
             options = self._kernel_options()
             key = f"{_cpu_key()} | {self.model_fingerprint} | {self.base.dtype}"
-            for way, mark in (("bf16", " | bf16 copy"), ("fused", " | fused")):
-                if way in options["one"]:
-                    key += mark
+            if "bf16" in options["one"]:
+                key += " | bf16 copy"
+            if "fused" in options["one"]:  # (its version: an edited kernel is measured again)
+                from coopcode.engines import fused_decode
+
+                key += f" | fused {fused_decode.version()}"
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
                 self.kernels, self.copies = choose_kernels(self.base, key, options, self._copier())
-            if "few" in options:
-                from coopcode.engines.fused_decode import MAX_ROWS
-
-                self.few_rows = MAX_ROWS
+            fused = self.copies.fused if self.copies is not None else None
+            self.few_rows = fused.max_rows if fused is not None and "few" in options else 0
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),

@@ -99,15 +99,21 @@ def plain_linears(model: Any, *, copied: bool = False) -> list[Any]:
 
 def copy_bytes(model: Any, ways: Iterable[str]) -> int:
     """The memory copies of `ways` of the model's linear weights take (the fused kernel
-    shares the bf16 copy of an fp32 model, and uses a bf16 model's weights as they are)."""
+    shares the bf16 copy of an fp32 model, uses a bf16 model's weights as they are, and where
+    the CPU has bf16 dot products packs them in pairs as well, for steps of several rows)."""
+    from coopcode.engines.fused_decode import isa_level
+
     weights = sum(m.weight.numel() for m in plain_linears(model, copied=True))
     ways = set(ways)
+    pairs = 0
     if "fused" in ways:
         ways.discard("fused")
         if model.dtype != torch.bfloat16:
             ways.add("bf16")
+        if isa_level() == 2:
+            pairs = 2 * weights
     sizes = {"packed": model.dtype.itemsize, "bf16": 2}
-    return sum(weights * sizes[way] for way in ways)
+    return pairs + sum(weights * sizes[way] for way in ways)
 
 
 def fits(model: Any, ways: Iterable[str]) -> bool:
