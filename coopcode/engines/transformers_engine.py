@@ -14,11 +14,13 @@ flat sequence (`coopcode.engines.flat_step`):
 - a row that has finished (EOS, stop string, budget) leaves at once, freeing its slot;
 - helper, main and bare-base rows share every forward (each token gets its own adapter's
   LoRA delta);
-- a forward of a single token (one stream, as the TUI shows) and a forward of a batch each
-  run on whichever matrix kernels were measured fastest for it on this machine and model
-  (`choose_kernels`: oneDNN's, torch's own, oneDNN's on prepacked weights, or for one token of
-  an fp32 model a bf16 copy of the weights: `coopcode.engines.weight_copies`), and threads
-  that wait on the decode loop give their CPU workers back (`coopcode.engines.cpu_threads`).
+- a forward of a single token (one stream, as the TUI shows), one of a few rows that all
+  decode, and one of a batch each run on whichever kernels were measured fastest for it on
+  this machine and model (`choose_kernels`: oneDNN's, torch's own, oneDNN's on prepacked
+  weights, for one token of an fp32 model a bf16 copy of the weights:
+  `coopcode.engines.weight_copies`, or for decoding rows the whole step in one compiled call:
+  `coopcode.engines.fused_decode`), and threads that wait on the decode loop give their CPU
+  workers back (`coopcode.engines.cpu_threads`).
 
 Each sample draws from its own random generator, seeded from (params.seed, sample index), so
 its random draws do not depend on which batch it landed in. Its *arithmetic* does: matrix
