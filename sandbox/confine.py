@@ -167,3 +167,22 @@ def kill_job(pid: int) -> None:
             kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def children_by_parent(*, zombies: bool = True) -> dict[int, list[int]]:
+    """Every live process's children (zombies too, unless not `zombies`), from each process's
+    parent in /proc/PID/stat: a scan of all the processes this /proc shows (in a Docker
+    sandbox, its container's)."""
+    kids: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            ppid = int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if zombies or fields[0] != b"Z":
+            kids.setdefault(ppid, []).append(int(name))
+    return kids

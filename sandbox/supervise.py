@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from confine import children_by_parent
 from wire import wall_cap, wall_limit
 
 OUTPUT_KEEP = 64 * 1024  # bytes of stdout/stderr kept per job; the rest is read and dropped
@@ -50,6 +51,12 @@ def cpu_seconds(pid: int) -> float | None:
     return _stat_cpu(pid, zombie=False)
 
 
+# Whether this kernel lists each thread's children in /proc (CONFIG_PROC_CHILDREN): some do
+# not (a Firecracker VM's 6.18 kernel, for one), and there a program's descendants are found
+# from every process's parent instead (`confine.children_by_parent`).
+_PROC_CHILDREN = os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
 def _children(pid: int) -> list[int]:
     """Live children of every thread of `pid` (empty when it is gone)."""
     kids: list[int] = []
@@ -74,15 +81,17 @@ def tree_cpu_seconds(pid: int) -> float | None:
     total = cpu_seconds(pid)
     if total is None:
         return None
+    index = None if _PROC_CHILDREN else children_by_parent()
+    children = _children if index is None else (lambda p: index.get(p, []))
     seen = {pid}
-    todo = _children(pid)
+    todo = children(pid)
     while todo and len(seen) < TREE_MAX:
         p = todo.pop()
         if p in seen:
             continue
         seen.add(p)
         total += _stat_cpu(p, zombie=True) or 0.0
-        todo.extend(_children(p))
+        todo.extend(children(p))
     return total
 
 

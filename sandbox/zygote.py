@@ -145,18 +145,7 @@ class Zygote:
 
 
 def _children_of(parent: int) -> list[int]:
-    kids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == parent and fields[0] != b"Z":
-            kids.append(int(name))
-    return kids
+    return confine.children_by_parent(zombies=False).get(parent, [])
 
 
 def zygote_main(ctl_fd: int, pid_namespaces: bool, cgroup_procs: list[str]) -> NoReturn:
