@@ -33,9 +33,11 @@ TREE_MAX = 4096  # descendants read per check at most (a slot's pids limit is fa
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def _stat_cpu(pid: int, *, zombie: bool) -> float | None:
-    """CPU time of `pid` and its reaped children; None when it is gone (or a zombie, unless
-    `zombie`: an exited descendant nobody reaped has still spent its time)."""
+def _stat_ticks(pid: int, *, zombie: bool) -> int | None:
+    """CPU time of `pid` and its reaped children in clock ticks (whole numbers, so that sums
+    over a tree compare exactly with a budget: 1.00 s is not "over 1 s"); None when it is
+    gone (or a zombie, unless `zombie`: an exited descendant nobody reaped has still spent
+    its time)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
@@ -43,12 +45,13 @@ def _stat_cpu(pid: int, *, zombie: bool) -> float | None:
         return None
     if fields[0] == b"Z" and not zombie:
         return None
-    return sum(int(x) for x in fields[11:15]) / _CLK_TCK
+    return sum(int(x) for x in fields[11:15])
 
 
 def cpu_seconds(pid: int) -> float | None:
     """CPU time of `pid` and its reaped children, or None when it is gone."""
-    return _stat_cpu(pid, zombie=False)
+    ticks = _stat_ticks(pid, zombie=False)
+    return None if ticks is None else ticks / _CLK_TCK
 
 
 # Whether this kernel lists each thread's children in /proc (CONFIG_PROC_CHILDREN): some do
@@ -78,7 +81,7 @@ def tree_cpu_seconds(pid: int) -> float | None:
     (zombies included), or None when `pid` is gone. A descendant is counted by itself until
     it is reaped and by its parent after, never twice; an orphan that left the tree (its
     parent exited first) stops counting, which the wall-clock limit still bounds."""
-    total = cpu_seconds(pid)
+    total = _stat_ticks(pid, zombie=False)
     if total is None:
         return None
     index = None if _PROC_CHILDREN else children_by_parent()
@@ -90,9 +93,9 @@ def tree_cpu_seconds(pid: int) -> float | None:
         if p in seen:
             continue
         seen.add(p)
-        total += _stat_cpu(p, zombie=True) or 0.0
+        total += _stat_ticks(p, zombie=True) or 0
         todo.extend(children(p))
-    return total
+    return total / _CLK_TCK
 
 
 def run_delay_seconds(pid: int) -> float | None:
