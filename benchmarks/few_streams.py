@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from typing import Any
 
@@ -56,11 +55,10 @@ def main() -> None:
     ap.add_argument("--adapters", default=None, help="a checkpoint with helper/ and main/")
     ap.add_argument("--emulate-avx2", action="store_true")
     args = ap.parse_args()
-    if args.emulate_avx2:  # the kernels' limits must be set before torch loads: run again
-        from number_formats import AVX2_ONLY  # this folder is on sys.path
+    if args.emulate_avx2:  # this folder is on sys.path
+        from number_formats import rerun_held_to_avx2
 
-        argv = [a for a in sys.argv if a != "--emulate-avx2"]
-        os.execve(sys.executable, [sys.executable, *argv], {**os.environ, **AVX2_ONLY})
+        rerun_held_to_avx2()
 
     import torch
 

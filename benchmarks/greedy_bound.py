@@ -22,8 +22,6 @@ sandbox is left out: bench_throughput.py shows it overlapped, the engine idle on
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 from typing import Any
 
@@ -113,11 +111,10 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=384)
     ap.add_argument("--emulate-avx2", action="store_true", help="torch, oneDNN and MKL held to AVX2")
     args = ap.parse_args()
-    if args.emulate_avx2:  # the kernels' limits must be set before torch loads: run again
-        from number_formats import AVX2_ONLY  # this folder is on sys.path
+    if args.emulate_avx2:  # this folder is on sys.path
+        from number_formats import rerun_held_to_avx2
 
-        argv = [a for a in sys.argv if a != "--emulate-avx2"]
-        os.execve(sys.executable, [sys.executable, *argv], {**os.environ, **AVX2_ONLY})
+        rerun_held_to_avx2()
 
     import torch
 

@@ -43,6 +43,13 @@ AVX2_ONLY = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
              "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
 
+def rerun_held_to_avx2() -> None:
+    """Run this script again, without `--emulate-avx2`, with torch, oneDNN and MKL held to
+    AVX2 (`AVX2_ONLY`: the kernels' limits must be set before torch loads)."""
+    argv = [a for a in sys.argv if a != "--emulate-avx2"]
+    os.execve(sys.executable, [sys.executable, *argv], {**os.environ, **AVX2_ONLY})
+
+
 class Int8WeightOnlyLinear(torch.nn.Module):
     """A Linear whose weight is int8 with a per-output-channel scale; activations unchanged."""
 

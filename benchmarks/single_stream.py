@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from typing import Any
 
@@ -65,11 +64,10 @@ def main() -> None:
     ap.add_argument("--emulate-avx2", action="store_true",
                     help="hold torch, oneDNN and MKL to AVX2 kernels (as on a CPU without AVX-512)")
     args = ap.parse_args()
-    if args.emulate_avx2:  # the kernels' limits must be set before torch loads: run again so
-        from number_formats import AVX2_ONLY
+    if args.emulate_avx2:  # this folder is on sys.path
+        from number_formats import rerun_held_to_avx2
 
-        argv = [a for a in sys.argv if a != "--emulate-avx2"]
-        os.execve(sys.executable, [sys.executable, *argv], {**os.environ, **AVX2_ONLY})
+        rerun_held_to_avx2()
 
     if args.omp == "coopcode":
         import coopcode  # noqa: F401 - sets OMP_WAIT_POLICY before torch loads
