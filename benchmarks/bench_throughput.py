@@ -27,13 +27,18 @@ import time
 from typing import Any
 
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
-from coopcode.collaboration.solve import hidden_test_job
 from coopcode.engines import Engine, SamplingParams
 from coopcode.problems import Problem, load_humaneval
 from coopcode.schemes import SampleState, get_scheme
-from sandbox import Sandbox, open_sandbox
+from sandbox import Job, Sandbox, open_sandbox
 
 CONCURRENCY: int | None = None  # --concurrency (None: what fills the engine)
+
+
+def hidden_test_job(problem: Problem, attempt: Any, timeout: float) -> Job:
+    """The program against the hidden tests (what both sides time: no helper-alone runs)."""
+    return Job(program=attempt.program.text if attempt.program else "", tests=problem.tests,
+               entry_point=problem.entry_point, timeout=timeout)
 
 
 def ours(engine: Engine, sandbox: Sandbox, problems: list[Problem], scheme: str, n: int,
@@ -42,8 +47,8 @@ def ours(engine: Engine, sandbox: Sandbox, problems: list[Problem], scheme: str,
     passed: list[bool] = []
     t0 = time.perf_counter()
     stats = Scheduler(engine, sandbox, concurrency=concurrency).run(
-        specs, lambda s, v: passed.append(bool(v and v.passed)),
-        final_job=lambda s: hidden_test_job(s.problem, s.attempt, 5.0))
+        specs, lambda s, v: passed.append(bool(v and v[0].passed)),
+        final_jobs=lambda s: [hidden_test_job(s.problem, s.attempt, 5.0)])
     wall = time.perf_counter() - t0
     return {"wall": wall, "samples": len(passed), "passed": sum(passed), "tokens": stats.tokens,
             "idle_on_sandbox": stats.engine_idle_on_sandbox}

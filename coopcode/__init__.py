@@ -58,8 +58,9 @@ _LAZY = {
     "format_terms": "coopcode.rewards", "term_keys": "coopcode.rewards",
     # evaluation: intervals, paired comparisons, cooperation patterns
     "classify_cooperation": "coopcode.collaboration.cooperation",
-    "describe_cooperation": "coopcode.collaboration.cooperation",
-    "Cooperation": "coopcode.collaboration.cooperation",
+    "describe_cooperation": "coopcode.collaboration.analysis",
+    "analyse_cooperation": "coopcode.collaboration.analysis",
+    "Cooperation": "coopcode.collaboration.analysis",
     "mean_interval": "coopcode.evaluation.stats", "paired_difference": "coopcode.evaluation.stats",
     "compare_runs": "coopcode.evaluation.compare", "load_run": "coopcode.evaluation.compare",
     "pair_up": "coopcode.evaluation.compare",

@@ -220,6 +220,11 @@ def evaluate(
         for key in (*result.pass_at_k, *result.acc_at_k):
             out.print(f"{head}{key}: {100 * row[key]:.2f}%")
         out.print(f"{head}mean reward ({row['reward']}): {row['mean_reward']:.3f}")
+        if row.get("own_work_rate") is not None:
+            solves = row.get("helper_solves_rate")
+            out.print(f"{head}main does own work with the helper's answer: "
+                      f"{100 * row['own_work_rate']:.1f}%; the helper alone solves the task: "
+                      + (f"{100 * solves:.1f}%" if solves is not None else "—"))
     out.print(f"[dim]{len(result.samples)} samples, {result.problems} problems[/]")
     if result.infra_retries:
         out.print(f"[dim]{result.infra_retries} jobs ran again after their sandbox worker was "

@@ -12,7 +12,8 @@ import textwrap
 import pytest
 
 from coopcode import classify_cooperation
-from coopcode.collaboration.cooperation import PATTERNS, describe_cooperation, pattern_rates
+from coopcode.collaboration.analysis import describe_cooperation
+from coopcode.collaboration.cooperation import PATTERNS, pattern_rates
 
 
 def case(helper: str, main: str, expected: list[str], entry: str = "f") -> tuple[str, str, str, list[str]]:
@@ -252,7 +253,7 @@ def test_the_entry_point_is_guessed_for_old_records() -> None:
 def test_the_tui_line_carries_the_patterns() -> None:
     coop = describe_cooperation("def f(xs):\n    return [aux(x) for x in xs]\n",
                                 "def aux(x):\n    return x\n", "f")
-    assert coop.summary == "main calls aux inside a loop"
+    assert coop.summary == "main calls aux inside a loop (no own work)"
     assert coop.patterns == ("coordinator",)
 
 

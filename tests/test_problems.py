@@ -1,7 +1,8 @@
-"""Problems: problem.py parsing (good and malformed), HumanEval and its fixed split, JSONL."""
+"""Problems: problem.py parsing (good and malformed), HumanEval and its fixed splits, JSONL."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -121,6 +122,31 @@ def test_humaneval_split_is_fixed_and_complete() -> None:
     assert all(p.canonical_solution for p in everything)
     with pytest.raises(ProblemError, match="unknown HumanEval split"):
         load_humaneval("dev")
+
+
+VAL_IDS = [f"HumanEval/{i}" for i in (3, 11, 22, 25, 27, 45, 46, 48, 58, 64, 70, 73, 80, 87, 89,
+                                     90, 94, 97, 98, 103, 108, 111, 113, 115, 117, 125, 127,
+                                     132, 139, 146)]
+
+
+def test_validation_split_divides_train_and_leaves_test_alone() -> None:
+    train = [p.task_id for p in load_humaneval("train")]
+    val = [p.task_id for p in load_humaneval("val")]
+    fit = [p.task_id for p in load_humaneval("fit")]
+    assert (len(val), len(fit)) == (30, 94)
+    assert set(val) <= set(train) and not set(val) & set(fit)
+    assert sorted(val + fit, key=train.index) == train  # in task order, nothing lost or doubled
+    # Pinned like the test split: runs validated on these stay comparable on every machine.
+    assert val == VAL_IDS
+    assert [p.task_id for p in load_problems("humaneval:val")] == VAL_IDS
+    # train and test are what they were before val and fit (committed runs and tables use them).
+    test = [p.task_id for p in load_humaneval("test")]
+    assert not set(test) & (set(val) | set(fit))
+    digest = {name: hashlib.sha256(",".join(ids).encode()).hexdigest()[:16]
+              for name, ids in (("train", train), ("test", test))}
+    assert digest == {"train": "70a09c3910b0b118", "test": "c2bfc17b1c91e160"}
+    with pytest.raises(ProblemError, match="use one of train, test, val, fit, all"):
+        load_problems("humaneval:dev")
 
 
 def test_humaneval_public_examples_are_parsed() -> None:

@@ -43,8 +43,18 @@ def test_summary_keeps_per_problem_estimates_and_their_interval(bench_out: Path)
     assert set(row["cooperation"]) >= {"ignored", "wrapper", "decorator"}
     single = next(r for r in summary["rows"] if r["scheme"] == "single")
     assert single["cooperation"] == {}  # no helper, nothing to classify
-    record = json.loads((bench_out / "samples.jsonl").read_text().splitlines()[0])
-    assert isinstance(record["cooperation"], list) and "main_calls_helper" in record
+    records = [json.loads(line) for line in (bench_out / "samples.jsonl").read_text().splitlines()]
+    pair = next(r for r in records if r["scheme"] != "single")
+    assert set(pair["cooperation"]) == {"patterns", "own_work", "helper_solves"}
+    assert isinstance(pair["cooperation"]["helper_solves"], bool) and "main_calls_helper" in pair
+    assert next(r for r in records if r["scheme"] == "single")["cooperation"] is None
+    # the headline rates, recomputed from the records
+    pairs = [r for r in records if r["scheme"] == pair["scheme"]]
+    prow = next(r for r in summary["rows"] if r["scheme"] == pair["scheme"])
+    assert prow["own_work_rate"] == round(sum(r["cooperation"]["own_work"] for r in pairs) / len(pairs), 4)
+    assert prow["helper_solves_rate"] == round(
+        sum(r["cooperation"]["helper_solves"] for r in pairs) / len(pairs), 4)
+    assert single["own_work_rate"] is None and single["helper_solves_rate"] is None
 
 
 def test_report_has_intervals_patterns_and_figures(bench_out: Path) -> None:

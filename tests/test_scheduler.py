@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from coopcode.collaboration import solve
 from coopcode.collaboration.scheduler import SampleSpec, Scheduler, sample_specs
-from coopcode.collaboration.solve import hidden_test_job
 from coopcode.engines import SamplingParams, ScriptedEngine
 from coopcode.problems import load_humaneval, load_problem_file
 from coopcode.schemes import SampleState, get_scheme
@@ -62,13 +62,13 @@ def test_final_jobs_run_while_generation_goes_on(process_sandbox: object) -> Non
     sent: list[float] = []
     verdicts: list[Verdict] = []
 
-    def final_job(s: SampleState) -> object:
+    def final_jobs(s: SampleState) -> object:
         sent.append(time.monotonic())
-        return hidden_test_job(s.problem, s.attempt, 5.0)
+        return solve.final_jobs(s.problem, s.attempt, 5.0)
 
     specs = specs_for(PROBLEMS[:6], scheme="single")
     Scheduler(engine, process_sandbox, concurrency=2).run(  # type: ignore[arg-type]
-        specs, lambda s, v: verdicts.append(v), final_job=final_job)  # type: ignore[arg-type]
+        specs, lambda s, v: verdicts.extend(v), final_jobs=final_jobs)  # type: ignore[arg-type]
     assert len(verdicts) == 6 and all(v.status == "failed" for v in verdicts)
     # The first program went to the sandbox before the last sample began to generate.
     assert sent[0] < generated[-1]

@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from coopcode.collaboration.analysis import NO_HELPER, Cooperation
 from coopcode.collaboration.code import Program, defines
 from coopcode.rewards import RewardBreakdown
 from sandbox import Verdict
@@ -51,6 +52,7 @@ class Attempt:
     verdict: Verdict | None = None  # hidden tests, filled in by the caller
     reward: RewardBreakdown | None = None
     reward_name: str = ""  # the registered reward that scored it
+    cooperation: Cooperation | None = None  # how the pair cooperated (None: one agent, or not judged)
     turns_used: int = 1
     gen_seconds: float = 0.0
     feedback: str = ""  # what the agents were last told about the public examples
@@ -72,6 +74,8 @@ class Attempt:
             "verdict": self.verdict.to_dict() if self.verdict else None,
             "reward": self.reward.to_dict() if self.reward else None,
             "reward_name": self.reward_name,
+            "cooperation": self.cooperation.to_record() if self.cooperation is not None
+            and self.cooperation is not NO_HELPER else None,
             "turns_used": self.turns_used,
             "feedback": self.feedback,
             "n_tokens": self.n_tokens,

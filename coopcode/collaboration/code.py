@@ -183,3 +183,20 @@ def syntax_check(text: str) -> tuple[bool, str]:
     except (ValueError, RecursionError, MemoryError) as e:
         return False, f"{type(e).__name__}: {e}"
     return True, ""
+
+
+def code_lines(code: str) -> int:
+    """Lines of code without docstrings, comments and blank lines (what an agent wrote
+    itself: a docstring copied from the prompt is not code). Unparsable code: its non-blank
+    lines that are not comments."""
+    try:
+        module = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return sum(1 for line in code.splitlines() if line.strip() and not line.strip().startswith("#"))
+    for node in ast.walk(module):
+        body = getattr(node, "body", None)
+        if (isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            node.body = body[1:] or [ast.Pass()]
+    return sum(1 for line in ast.unparse(module).splitlines() if line.strip())

@@ -32,7 +32,12 @@ with an example (`aux` is the helper's function, `f` the entry point):
 Programs with no helper function, or code that does not parse, get no pattern ([]).
 Records written before the patterns existed are classified from their `helper_code` and
 `main_code`; the entry point is guessed as main's one function the helper does not define
-when it is not given. `describe_cooperation` adds the one-line summary the TUI shows.
+when it is not given.
+
+The patterns name the shape of main's code; they do not say whether the pair split the work
+(a `decorator` is as often a one-expression shell around a helper that wrote the whole
+answer). The headline measures are `own_work` and `helper_solves`
+(`coopcode.collaboration.analysis`).
 """
 
 from __future__ import annotations
@@ -40,13 +45,11 @@ from __future__ import annotations
 import ast
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 PATTERNS = ("ignored", "wrapper", "fallback", "decorator", "coordinator", "strategy-filter")
 # The patterns where main does more with the helper than return its result.
 COOPERATING = frozenset({"fallback", "decorator", "coordinator", "strategy-filter"})
 
-_LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRIES = tuple(t for t in (getattr(ast, "Try", None), getattr(ast, "TryStar", None)) if t)
@@ -376,65 +379,6 @@ def classify_cooperation(helper_code: str, main_code: str, entry_point: str = ""
         return ["ignored"]
     found = _analyse(an)
     return sorted(found) if found else ["ignored"]
-
-
-@dataclass(frozen=True)
-class Cooperation:
-    """What the helper defined and how the main agent's code uses it (the TUI's line)."""
-
-    helper_functions: tuple[str, ...] = ()
-    called: dict[str, int] = field(default_factory=dict)  # helper name -> call sites in main
-    in_loop: bool = False  # a call sits inside a loop or comprehension
-    redefined: tuple[str, ...] = ()  # helpers main wrote again itself (shadowing the helper's)
-    parse_error: str = ""
-    patterns: tuple[str, ...] = ()  # classify_cooperation's names
-
-    @property
-    def calls_helper(self) -> bool:
-        return bool(self.called) and not self.redefined
-
-    @property
-    def summary(self) -> str:
-        """One line: does main call the helper, and how."""
-        if self.parse_error:
-            return f"unknown ({self.parse_error})"
-        if not self.helper_functions:
-            return "no helper code: main works alone"
-        if self.redefined:
-            return f"main redefines {', '.join(self.redefined)}: the helper's code is unused"
-        if not self.called:
-            names = ", ".join(self.helper_functions)
-            return f"main ignores the helper ({names} never called)"
-        sites = sum(self.called.values())
-        names = ", ".join(f"{n}×{c}" if c > 1 else n for n, c in self.called.items())
-        where = "inside a loop" if self.in_loop else ("once" if sites == 1 else f"at {sites} sites")
-        return f"main calls {names} {where}"
-
-
-def describe_cooperation(main_code: str, helper_code: str, entry_point: str = "") -> Cooperation:
-    """Parse both agents' code (never run it) and describe their cooperation."""
-    try:
-        helper_mod = ast.parse(helper_code or "")
-        main_mod = ast.parse(main_code or "")
-    except SyntaxError as e:
-        return Cooperation(parse_error=f"syntax error on line {e.lineno}")
-    helpers = tuple(top_functions(helper_mod))
-    redefined = tuple(n for n in top_functions(main_mod) if n in helpers)
-    called: dict[str, int] = {}
-    in_loop = False
-    loops = (*_LOOPS, *_COMPS)
-
-    def visit(node: ast.AST, looping: bool) -> None:
-        nonlocal in_loop
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
-            called[node.func.id] = called.get(node.func.id, 0) + 1
-            in_loop = in_loop or looping
-        for child in ast.iter_child_nodes(node):
-            visit(child, looping or isinstance(node, loops))
-
-    visit(main_mod, False)
-    patterns = tuple(classify_cooperation(helper_code, main_code, entry_point))
-    return Cooperation(helpers, called, in_loop, redefined, patterns=patterns)
 
 
 def pattern_rates(patterns: Iterable[Iterable[str]]) -> dict[str, float]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,21 +110,23 @@ class Scheduler:
     def run(
         self,
         specs: Iterable[SampleSpec],
-        on_done: Callable[[SampleState, Verdict | None], None],
+        on_done: Callable[[SampleState, list[Verdict]], None],
         *,
-        final_job: Callable[[SampleState], Job | None] | None = None,
+        final_jobs: Callable[[SampleState], Sequence[Job]] | None = None,
     ) -> RunStats:
-        """Run every spec; `on_done(state, verdict)` is called (on this thread) as each sample
-        finishes, with the verdict of `final_job(state)` when one is given. On cancel: stops
-        generating, lets submitted final jobs finish (their samples are complete), returns."""
-        return _Run(self, iter(specs), on_done, final_job).go()
+        """Run every spec; `on_done(state, verdicts)` is called (on this thread) as each
+        sample finishes, with the verdicts of its `final_jobs(state)` in order (none when no
+        jobs are given: `coopcode.collaboration.judging.sample_jobs` makes a sample's). On
+        cancel: stops generating, lets submitted final jobs finish (their samples are
+        complete), returns."""
+        return _Run(self, iter(specs), on_done, final_jobs).go()
 
 
 class _Run:
     def __init__(self, sched: Scheduler, specs: Iterator[SampleSpec],
-                 on_done: Callable[[SampleState, Verdict | None], None],
-                 final_job: Callable[[SampleState], Job | None] | None) -> None:
-        self.s, self.specs, self.on_done, self.final_job = sched, specs, on_done, final_job
+                 on_done: Callable[[SampleState, list[Verdict]], None],
+                 final_jobs: Callable[[SampleState], Sequence[Job]] | None) -> None:
+        self.s, self.specs, self.on_done, self.final_jobs = sched, specs, on_done, final_jobs
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.running: list[_Live] = []
         self.inflight: dict[tuple[Any, ...], tuple[Any, list[tuple[_Live, int]]]] = {}
@@ -177,7 +179,7 @@ class _Run:
                 live, future = payload
                 self.sandbox_jobs -= 1
                 if not self.s.cancel.is_set():
-                    self._advance(live, future.result())
+                    self._advance(live, future.result()[0])
             elif kind == "final":
                 state, future = payload
                 self.sandbox_jobs -= 1
@@ -207,7 +209,7 @@ class _Run:
             self._generated(live, stop.value)
             return
         if isinstance(step, Check):
-            self._to_sandbox("check", live, step.job)
+            self._to_sandbox("check", live, [step.job])
         else:
             self._ask(live, step)
 
@@ -283,17 +285,20 @@ class _Run:
         """A sample has written its program: it leaves the running set (room for the next)."""
         self.running.remove(live)
         attempt.gen_seconds = time.time() - live.started
-        job = self.final_job(live.state) if self.final_job is not None else None
-        if job is None:
-            self.on_done(live.state, None)
+        jobs = list(self.final_jobs(live.state)) if self.final_jobs is not None else []
+        if not jobs:
+            self.on_done(live.state, [])
         else:
-            self._to_sandbox("final", live.state, job)
+            self._to_sandbox("final", live.state, jobs)
 
-    def _to_sandbox(self, kind: str, owner: Any, job: Job) -> None:
-        if self.s.sandbox is None:
+    def _to_sandbox(self, kind: str, owner: Any, jobs: list[Job]) -> None:
+        """Run jobs on one sandbox worker thread, one after another (a sample's few jobs)."""
+        sandbox = self.s.sandbox
+        if sandbox is None:
             raise ValueError("this run needs a sandbox (multi-turn feedback or final tests)")
         self.sandbox_jobs += 1
-        self.pool.submit(self.s.sandbox.run, job).add_done_callback(self._post(kind, owner))
+        future = self.pool.submit(lambda: [sandbox.run(job) for job in jobs])
+        future.add_done_callback(self._post(kind, owner))
 
     def _post(self, kind: str, owner: Any) -> Callable[[Future[Any]], None]:
         """A done-callback (it runs on the engine's or a sandbox thread) that hands the

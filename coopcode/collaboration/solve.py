@@ -13,6 +13,7 @@ from typing import Any
 
 from coopcode.collaboration.attempts import Attempt
 from coopcode.collaboration.code import Program, syntax_check
+from coopcode.collaboration.judging import Written, judgement, sample_jobs
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.events import (
@@ -26,7 +27,7 @@ from coopcode.core.events import (
 )
 from coopcode.engines import Engine
 from coopcode.problems import Problem
-from coopcode.rewards import Reward, RewardInput, resolve_reward
+from coopcode.rewards import Reward, resolve_reward
 from coopcode.schemes import PromptBook, SampleState, get_scheme
 from sandbox import Job, Sandbox, Verdict
 
@@ -62,38 +63,42 @@ class SolveResult:
             "verdict": best.verdict.to_dict() if best.verdict else None,
             "reward": best.reward.to_dict() if best.reward else None,
             "reward_name": best.reward_name,
+            "cooperation": best.to_dict()["cooperation"],
             "attempts": [a.to_dict() for a in self.attempts],
             "seconds": round(self.seconds, 2),
             "meta": self.meta,
         }
 
 
-def score(attempts: list[Attempt], verdicts: list[Verdict], problem: Problem,
+def written(problem: Problem, attempt: Attempt) -> Written:
+    """What an attempt's agents wrote, for the judging path."""
+    return Written(problem, attempt.scheme, attempt.main_code, attempt.helper_code,
+                   attempt.program.text if attempt.program else "")
+
+
+def final_jobs(problem: Problem, attempt: Attempt, timeout: float) -> list[Job]:
+    """A finished sample's sandbox jobs: the hidden tests, then the helper alone."""
+    return sample_jobs(written(problem, attempt), timeout)
+
+
+def score(attempt: Attempt, verdicts: list[Verdict], problem: Problem,
           reward: Reward | str | None = None) -> None:
-    """Attach verdicts and rewards (`reward` None: the seed paper's for the attempts' scheme)."""
-    for a, v in zip(attempts, verdicts):
-        fn = reward if isinstance(reward, Reward) else resolve_reward(reward, a.scheme)
-        a.verdict = v
-        a.reward = fn(RewardInput(
-            verdict=v, main_code=a.main_code, helper_code=a.helper_code,
-            program=a.program.text if a.program else "", entry_point=problem.entry_point,
-            scheme=a.scheme, task_id=a.task_id))
-        a.reward_name = fn.name
+    """Attach the verdict, cooperation and reward from the verdicts of `final_jobs`
+    (`reward` None: the seed paper's for the attempt's scheme)."""
+    found = judgement(written(problem, attempt), verdicts, reward)
+    attempt.verdict, attempt.cooperation = found.verdict, found.cooperation
+    attempt.reward, attempt.reward_name = found.reward, found.reward_name
 
 
-def hidden_test_job(problem: Problem, attempt: Attempt, timeout: float) -> Job:
-    """The final run of a sample's program: the problem's hidden tests."""
-    return Job(program=attempt.program.text if attempt.program else "", tests=problem.tests,
-               entry_point=problem.entry_point, timeout=timeout)
-
-
-def _judged(problem: Problem, attempt: Attempt, verdict: Verdict, reward: str | None,
+def _judged(problem: Problem, attempt: Attempt, verdicts: list[Verdict], reward: str | None,
             emit: Emit) -> None:
     """Score an attempt the sandbox has judged and report its VerdictReady."""
-    score([attempt], [verdict], problem, reward)
+    score(attempt, verdicts, problem, reward)
+    assert attempt.verdict is not None
     emit(VerdictReady(task_id=problem.task_id, sample=attempt.sample, scheme=attempt.scheme,
-                      verdict=verdict.to_dict(),
-                      reward=attempt.reward.to_dict() if attempt.reward else {}))
+                      verdict=attempt.verdict.to_dict(),
+                      reward=attempt.reward.to_dict() if attempt.reward else {},
+                      cooperation=attempt.to_dict()["cooperation"]))
 
 
 def judge(
@@ -117,8 +122,8 @@ def judge(
     attempt = Attempt(problem.task_id, 0, config.scheme, helper_code=helper_code, main_code=main,
                       program=Program(text=program, context="", helper_code=helper_code,
                                       main_code=main, syntax_ok=ok, syntax_error=err))
-    verdict = sandbox.run(hidden_test_job(problem, attempt, config.timeout))
-    _judged(problem, attempt, verdict, config.reward, emit)
+    verdicts = sandbox.run_many(final_jobs(problem, attempt, config.timeout))
+    _judged(problem, attempt, verdicts, config.reward, emit)
     return attempt
 
 
@@ -157,17 +162,16 @@ def solve(
         emit(TokenDelta(task_id=problem.task_id, agent=role, sample=state.sample, turn=turn,
                         text=text, tokens=tokens))
 
-    def final_job(state: SampleState) -> Job:
+    def jobs(state: SampleState) -> list[Job]:
         a = state.attempt
         emit(AttemptReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
                           helper_code=a.helper_code, main_code=a.main_code,
                           program=a.program.text if a.program else "",
                           syntax_ok=bool(a.program and a.program.syntax_ok)))
-        return hidden_test_job(problem, a, config.timeout)
+        return final_jobs(problem, a, config.timeout)
 
-    def on_done(state: SampleState, verdict: Verdict | None) -> None:
-        assert verdict is not None
-        _judged(problem, state.attempt, verdict, config.reward, emit)
+    def on_done(state: SampleState, verdicts: list[Verdict]) -> None:
+        _judged(problem, state.attempt, verdicts, config.reward, emit)
 
     scheme = get_scheme(config.scheme)
     specs = sample_specs(problem, scheme, range(config.n), config.sampling(),
@@ -177,7 +181,7 @@ def solve(
         spec.state = SampleState(problem, spec.sample, book,
                                  Attempt(problem.task_id, spec.sample, scheme.name))
     Scheduler(engine, sandbox, concurrency=concurrency, feedback_timeout=config.timeout,
-              on_delta=on_delta, cancel=cancel).run(specs, on_done, final_job=final_job)
+              on_delta=on_delta, cancel=cancel).run(specs, on_done, final_jobs=jobs)
     attempts = [spec.state.attempt for spec in specs if spec.state is not None]
     if cancel is not None and cancel.is_set():
         # A cancelled generation is unfinished code: report it, do not score it.

@@ -144,6 +144,14 @@ def print_solve(console: Console, result: dict[str, Any]) -> None:
             ("  time ", "dim"), f"{result['seconds']:.1f}s",
         )
     )
+    coop = result.get("cooperation")
+    if has_helper(scheme) and isinstance(coop, dict):
+        solves = coop.get("helper_solves")
+        alone = "not run" if solves is None else "solves it" if solves else "does not solve it"
+        console.print(Text.assemble(
+            ("cooperation ", "dim"), "main does " + ("" if coop.get("own_work") else "no ")
+            + "work of its own with the helper's answer", ("  helper alone ", "dim"), alone,
+            ("  patterns ", "dim"), ", ".join(coop.get("patterns") or []) or "none"))
 
 
 class BenchProgress:
@@ -219,7 +227,15 @@ def bench_table(summary: dict[str, Any]) -> Table:
 
 
 def pattern_line(row: dict[str, Any]) -> str:
-    """`coordinator 40% · decorator 25% · ...`: a method's cooperation patterns, most common first."""
+    """`own work 12% · helper alone solves 40% · patterns: decorator 80% · ...`: who did the
+    work (the headline rates, `coopcode.collaboration.analysis`), then the cooperation
+    patterns, most common first."""
+    head = []
+    if row.get("own_work_rate") is not None:
+        head.append(f"own work {100 * row['own_work_rate']:.0f}%")
+    if row.get("helper_solves_rate") is not None:
+        head.append(f"helper alone solves {100 * row['helper_solves_rate']:.0f}%")
     rates = row.get("cooperation") or {}
     shown = sorted(((v, k) for k, v in rates.items() if v), reverse=True)
-    return " · ".join(f"{k} {100 * v:.0f}%" for v, k in shown) or "no helper calls to classify"
+    patterns = " · ".join(f"{k} {100 * v:.0f}%" for v, k in shown) or "no helper calls to classify"
+    return " · ".join([*head, f"patterns: {patterns}"]) if head else patterns

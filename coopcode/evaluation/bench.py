@@ -23,9 +23,10 @@ from typing import Any
 
 from coopcode import __version__
 from coopcode.collaboration import prompts
-from coopcode.collaboration.cooperation import COOPERATING, classify_cooperation, pattern_rates
+from coopcode.collaboration.analysis import cooperation_of, cooperation_rates
+from coopcode.collaboration.cooperation import pattern_rates
 from coopcode.collaboration.scheduler import SampleSpec, Scheduler, sample_specs
-from coopcode.collaboration.solve import hidden_test_job, score
+from coopcode.collaboration.solve import final_jobs, score
 from coopcode.core.errors import UserError
 from coopcode.core.events import (
     Emit,
@@ -79,8 +80,11 @@ class BenchSummary:
     Each row holds, beside the means the seed paper's table prints, for every metric m
     (`pass@k`, `acc@k`): `m_se` and `m_ci` (the standard error and 95% interval over
     problems, `coopcode.evaluation.stats`), `per_problem` (each problem's n, passed count and
-    estimates, so anyone can recompute) and `cooperation` (the share of samples carrying
-    each cooperation pattern, `coopcode.collaboration.cooperation`; empty for the single agent).
+    estimates, so anyone can recompute), `cooperation` (the share of samples carrying each
+    cooperation pattern, `coopcode.collaboration.cooperation`; empty for the single agent) and
+    the headline cooperation rates `own_work_rate`, `helper_solves_rate` (over the samples
+    whose helper was run alone), `uses_helper_rate` and `shell_rate`
+    (`coopcode.collaboration.analysis`; None for one agent).
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -98,17 +102,6 @@ def _uncertainty(row: dict[str, Any], metric: str, by_problem: dict[str, float])
     row[f"{metric}_se"] = None if est.se is None else round(est.se, 4)
     row[f"{metric}_ci"] = None if est.low is None or est.high is None else [
         round(est.low, 4), round(est.high, 4)]
-
-
-def record_patterns(record: dict[str, Any]) -> list[str]:
-    """A sample's cooperation patterns: recorded, or classified now for older records."""
-    found = record.get("cooperation")
-    if isinstance(found, list):
-        return [str(p) for p in found]
-    if not has_helper(str(record.get("scheme"))):
-        return []
-    return classify_cooperation(record.get("helper_code") or "", record.get("main_code") or "",
-                                record.get("entry_point") or "")
 
 
 def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list[str],
@@ -156,10 +149,13 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
             for t in per_problem:
                 per_problem[t][f"pass@{k}"] = round(pass_k[t], 6)
                 per_problem[t][f"acc@{k}"] = round(acc_k[t], 6)
-        patterns = [set(record_patterns(x)) for x in flat] if has_helper(scheme) else []
-        row["cooperation"] = pattern_rates(patterns) if patterns else {}
-        # The share of samples where main uses the helper for more than returning its result.
-        row["cooperating_rate"] = round(sum(bool(p & COOPERATING) for p in patterns) / len(flat), 4)
+        found = [cooperation_of(x) for x in flat] if has_helper(scheme) else []
+        row["cooperation"] = pattern_rates([c.patterns for c in found]) if found else {}
+        # The headline: does main do work of its own with the helper's answer, does the
+        # helper alone solve the task (coopcode.collaboration.analysis); None for one agent.
+        rates = cooperation_rates(found)
+        for name in ("own_work", "helper_solves", "uses_helper", "shell"):
+            row[f"{name}_rate"] = rates[name]
         row["per_problem"] = per_problem
         rows.append(row)
     return BenchSummary(rows=rows, ks=tuple(config.ks))
@@ -171,7 +167,6 @@ def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: s
 
     d = attempt.to_dict()
     v = attempt.verdict
-    single = not has_helper(attempt.scheme)
     d.update({
         "passed": bool(v and v.passed),
         "pass_fraction": v.pass_fraction if v else 0.0,
@@ -181,8 +176,6 @@ def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: s
         "entry_point": problem.entry_point,
         # kept for readers of records written before `cooperation`
         "main_calls_helper": main_calls_helper(attempt.main_code, attempt.helper_code),
-        "cooperation": [] if single else classify_cooperation(
-            attempt.helper_code, attempt.main_code, problem.entry_point),
         "finished_at": time.time(),
     })
     return d
@@ -288,21 +281,20 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
         emit(TokenDelta(task_id=state.problem.task_id, agent=role, sample=state.sample, turn=turn,
                         text=text, tokens=tokens))
 
-    def final_job(state: SampleState) -> Job:
-        return hidden_test_job(state.problem, state.attempt, config.timeout)
+    def jobs(state: SampleState) -> list[Job]:
+        return final_jobs(state.problem, state.attempt, config.timeout)
 
-    def on_done(state: SampleState, verdict: Verdict | None) -> None:
+    def on_done(state: SampleState, verdicts: list[Verdict]) -> None:
         nonlocal done_now, problems_done
         a = state.attempt
-        assert verdict is not None
-        score([a], [verdict], problem_of[a.task_id], config.reward)
+        score(a, verdicts, problem_of[a.task_id], config.reward)
         record = sample_record(a, problem_of[a.task_id], engine, helper_path, main_path)
         store.add(record)
         emit(VerdictReady(task_id=a.task_id, sample=a.sample, scheme=a.scheme,
                           verdict={"status": record["verdict"]["status"],
                                    "n_passed": record["verdict"]["n_passed"],
                                    "n_tests": record["verdict"]["n_tests"]},
-                          reward=record["reward"]))
+                          reward=record["reward"], cooperation=record["cooperation"]))
         done_now += 1
         left[(a.scheme, a.task_id)] -= 1
         problems_done += left[(a.scheme, a.task_id)] == 0
@@ -320,7 +312,7 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
     retries_before = int(getattr(sandbox, "infra_retries", 0))
     infra_retries = int(meta.get("infra_retries", 0))
     try:
-        stats = scheduler.run(specs(), on_done, final_job=final_job)
+        stats = scheduler.run(specs(), on_done, final_jobs=jobs)
     finally:
         infra_retries += int(getattr(sandbox, "infra_retries", 0)) - retries_before
         try:

@@ -31,7 +31,7 @@ class BenchConfig:
     temperature: float = option(0.8, "Sampling temperature; 0 is greedy.",
                                 within=f"[0, {MAX_TEMPERATURE:g}]", label="temp", form=3)
     top_p: float = option(0.95, "Nucleus sampling.", within="(0, 1]")
-    problems: str = option("humaneval:test", "humaneval[:train|test|all], a .jsonl, a .py or a folder.")
+    problems: str = option("humaneval:test", "humaneval[:train|test|val|fit|all], a .jsonl, a .py or a folder.")
     schemes: tuple[str, ...] = option((DEFAULT_SCHEME,), f"Comma-separated schemes: {', '.join(SCHEMES)}.",
                                       flags=("--scheme",), choices=scheme_names, noun="scheme")
     limit: int | None = option(None, "Only the first N problems.", at_least=1, form=4)

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coopcode.collaboration.analysis import cooperation_of
 from coopcode.collaboration.cooperation import pattern_rates
 from coopcode.core.errors import UserError
 from coopcode.evaluation import stats
 from coopcode.evaluation.at_k import pass_at_k
-from coopcode.evaluation.bench import record_patterns
 from coopcode.schemes import has_helper
 
 CHANGED_MOST = 5  # problems listed per comparison
@@ -136,7 +136,8 @@ def load_runs(spec: str, n: int | None = None) -> list[Run]:
         ordered = sorted(complete.items())
         runs.append(Run(label, folder, scheme, meta, n,
                         {t: [bool(x.get("passed")) for x in v] for t, v in ordered},
-                        [record_patterns(x) for _t, v in ordered for x in v]))
+                        [list(cooperation_of(x).patterns) if has_helper(scheme) else []
+                         for _t, v in ordered for x in v]))
     if not any(r.passed for r in runs):
         raise UserError(f"{spec}: no problem has all its n={n} samples yet: "
                         "finish the run (rerun the bench with the same --out)")

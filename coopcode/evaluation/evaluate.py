@@ -10,8 +10,11 @@ Three kinds of line, told apart by their keys (a file may mix them):
   them (the prompt's imports, the helper's code, main's code). Scored as `sequential`.
 - a bench's own `samples.jsonl` line (`task_id`, `scheme`, `program`, `helper_code`,
   `main_code`): its program runs again, and it is scored under its own scheme.
-Samples of one problem under one scheme are its n for pass@k. With `--out`, every line's
-verdict and reward (`{"reward": {term: value, ..., "total": x}}`) is written, in order.
+Samples of one problem under one scheme are its n for pass@k. A pair's helper is also run
+alone (`coopcode.collaboration.judging`, as the bench judges). With `--out`, every line's
+verdict, reward (`{"reward": {term: value, ..., "total": x}}`) and, for a pair, cooperation
+(`{"cooperation": {"patterns": [...], "own_work": bool, "helper_solves": bool}}`) is written,
+in order.
 """
 
 from __future__ import annotations
@@ -22,14 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coopcode.collaboration.analysis import cooperation_rates
 from coopcode.collaboration.code import combine
+from coopcode.collaboration.judging import Written, judgement, sample_jobs
 from coopcode.core.errors import UserError
 from coopcode.core.events import Emit, Finished, Progress, Started, ignore
 from coopcode.core.inputs import read_jsonl
 from coopcode.evaluation.at_k import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
-from coopcode.rewards import RewardInput, resolve_reward
-from sandbox import Job, Sandbox
+from coopcode.rewards import resolve_reward
+from coopcode.schemes import has_helper
+from sandbox import Sandbox
 
 SAMPLE_FORMAT = ('one JSON object per line like {"task_id": "HumanEval/0", "completion": "..."}, '
                  '{"task_id": ..., "helper": "...", "main": "..."} or a bench samples.jsonl line')
@@ -66,6 +72,9 @@ class EvaluateResult:
                "infra_retries": self.infra_retries}
         if len(self.by_scheme) > 1:
             out["by_scheme"] = self.by_scheme
+        else:  # one scheme: its cooperation rates (a pair's) are the result's
+            out.update({k: v for row in self.by_scheme.values() for k, v in row.items()
+                        if k.endswith("_rate")})
         return out
 
 
@@ -146,8 +155,10 @@ def score_samples(
     """Run each checked sample (from `read_samples`) against its problem's tests and score
     it under `reward` (None: the seed paper's reward for the sample's scheme)."""
     by_id = {p.task_id: p for p in problems}
-    jobs = [Job(program=s.program, tests=by_id[s.task_id].tests,
-                entry_point=by_id[s.task_id].entry_point, timeout=timeout) for s in samples]
+    written = [Written(by_id[s.task_id], s.scheme, s.main_code, s.helper_code, s.program)
+               for s in samples]
+    per_sample = [sample_jobs(w, timeout) for w in written]
+    jobs = [job for js in per_sample for job in js]
     emit(Started(job="evaluate", total=len(jobs), meta={"file": label}))
     done = [0]
 
@@ -158,22 +169,25 @@ def score_samples(
 
     retries_before = int(getattr(sandbox, "infra_retries", 0))
     verdicts = sandbox.run_many(jobs, on_result=on_result)
+    judged, at = [], 0
+    for s, w, js in zip(samples, written, per_sample):
+        judged.append(judgement(w, verdicts[at:at + len(js)], resolve_reward(reward, s.scheme)))
+        at += len(js)
     passed: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     fracs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     totals: dict[str, list[float]] = defaultdict(list)
     names: dict[str, str] = {}
     rows = []
-    for s, v in zip(samples, verdicts):
-        fn = resolve_reward(reward, s.scheme)
-        names[s.scheme] = fn.name
-        breakdown = fn(RewardInput(verdict=v, main_code=s.main_code, helper_code=s.helper_code,
-                                   program=s.program, entry_point=by_id[s.task_id].entry_point,
-                                   scheme=s.scheme, task_id=s.task_id))
+    for s, j in zip(samples, judged):
+        v, breakdown = j.verdict, j.reward
+        names[s.scheme] = j.reward_name
         passed[s.scheme][s.task_id].append(v.passed)
         fracs[s.scheme][s.task_id].append(v.pass_fraction)
         totals[s.scheme].append(breakdown.total)
         row = {"task_id": s.task_id, "passed": v.passed, "result": v.status,
-               "reward": breakdown.to_dict(), "reward_name": fn.name, "verdict": v.to_dict()}
+               "reward": breakdown.to_dict(), "reward_name": j.reward_name,
+               "cooperation": j.cooperation.to_record() if has_helper(s.scheme) else None,
+               "verdict": v.to_dict()}
         if s.kind == "bench":
             row = {"scheme": s.scheme, **({"sample": s.sample} if s.sample is not None else {}), **row}
         rows.append(row)
@@ -183,7 +197,10 @@ def score_samples(
         scheme: {**{f"pass@{k}": mean_pass_at_k(passed[scheme], k) for k in ks},
                  **{f"acc@{k}": mean_acc_at_k(fracs[scheme], k) for k in ks},
                  "problems": len(passed[scheme]), "samples": len(totals[scheme]),
-                 "reward": names[scheme], "mean_reward": sum(totals[scheme]) / len(totals[scheme])}
+                 "reward": names[scheme], "mean_reward": sum(totals[scheme]) / len(totals[scheme]),
+                 **({f"{k}_rate": v for k, v in cooperation_rates(
+                     [j.cooperation for s, j in zip(samples, judged) if s.scheme == scheme]).items()}
+                    if has_helper(scheme) else {})}
         for scheme in passed}
     # One scheme (the usual case): its figures are the result's. Several: pooled over
     # schemes, a problem's samples under each scheme count as its samples.

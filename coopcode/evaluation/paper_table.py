@@ -167,13 +167,16 @@ OTHER_COMPARISONS = (
 )
 
 # What a row's samples look like, from its summary: how long, how often they run, how often
-# main calls the helper (a trained row that wins by writing shorter code shows here), and how
-# often it uses the helper beyond a wrapper (summaries from before that rate show "—"; the
-# column is left out when no row has it).
+# main calls the helper (a trained row that wins by writing shorter code shows here), and who
+# did the work: main does work of its own with the helper's answer, the helper's code alone
+# solves the task (coopcode.collaboration.analysis; summaries from before a rate show "—";
+# a column is left out when no row has it).
 PROFILE = {"mean_tokens": ("Tokens per sample", "{:.1f}"),
            "runnable_rate": ("Programs that run", "{:.1%}"),
            "main_calls_helper_rate": ("Main calls the helper", "{:.1%}"),
-           "cooperating_rate": ("Main uses the helper beyond a wrapper", "{:.1%}")}
+           "own_work_rate": ("Main does own work with the helper's answer", "{:.1%}"),
+           "helper_solves_rate": ("The helper alone solves the task", "{:.1%}")}
+HELPER_FIGURES = ("main_calls_helper_rate", "own_work_rate", "helper_solves_rate")
 
 
 def _method_row(summary: Mapping[str, Any], key: str) -> dict[str, Any] | None:
@@ -313,7 +316,7 @@ def render_markdown(table: Mapping[str, Any]) -> str:
         for e in profiled:
             p = dict(e["samples_profile"])
             if not has_helper(e["scheme"]):  # no helper: does not apply
-                p["main_calls_helper_rate"] = p["cooperating_rate"] = None
+                p.update(dict.fromkeys(HELPER_FIGURES))
             cells = [_number(p.get(key), form) for key, (_, form) in columns.items()]
             lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")
     pairs = [e for e in rows if e["run"] and e.get("cooperation")]

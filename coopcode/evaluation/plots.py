@@ -130,9 +130,15 @@ def plot_paired(a: Sequence[float], b: Sequence[float], names: tuple[str, str], 
     return _save(fig, path)
 
 
+# The validation figures a run with --eval-every logs at its evaluation steps (step 0 too).
+VALIDATION_CURVES = (("val/pass@1", "validation pass@1"),
+                     ("val/own_work", "validation: main's own work"),
+                     ("val/helper_solves", "validation: helper solves"))
+
+
 def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) -> Path:
-    """Training curves: the reward and each of its terms, pass rate, cooperation pattern rates
-    and loss."""
+    """Training curves: the reward and each of its terms, pass rate (and the validation
+    figures, where the run evaluated), cooperation pattern rates and loss."""
     from coopcode.rewards import term_keys
 
     plt = _pyplot()
@@ -140,11 +146,11 @@ def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) 
 
     fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
 
-    def curve(ax: Any, key: str, label: str) -> bool:
+    def curve(ax: Any, key: str, label: str, **style: Any) -> bool:
         points = [(r["step"], float(r[key])) for r in history
                   if isinstance(r.get(key), int | float) and isinstance(r.get("step"), int)]
         if points:
-            ax.plot(*zip(*points), marker=".", label=label)
+            ax.plot(*zip(*points), **{"marker": ".", "label": label, **style})
         return bool(points)
 
     ax = axes[0][0]
@@ -155,9 +161,14 @@ def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) 
     ax = axes[0][1]
     curve(ax, "pass_rate", "pass rate")
     curve(ax, "main_calls_helper", "main calls the helper")
-    ax.set_ylabel("share of joint actions")
+    # Evaluations are a few steps apart: a marker on each, dashed between them.
+    validated = [curve(ax, key, label, marker="o", markersize=4, linestyle="--")
+                 for key, label in VALIDATION_CURVES]
+    ax.set_ylabel("share of joint actions (validation: of samples)" if any(validated)
+                  else "share of joint actions")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("pass rate and helper use")
+    ax.set_title("pass rate, helper use and validation" if any(validated)
+                 else "pass rate and helper use")
     ax = axes[1][0]
     drawn = [curve(ax, f"coop/{p}", p) for p in PATTERNS]
     if not any(drawn):

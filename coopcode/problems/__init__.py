@@ -5,11 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from coopcode.core.errors import ProblemError
-from coopcode.problems.humaneval import held_out_ids, load_humaneval, load_jsonl_problems
+from coopcode.problems.humaneval import (
+    held_out_ids,
+    load_humaneval,
+    load_jsonl_problems,
+    validation_ids,
+)
 from coopcode.problems.problem import Problem
 from coopcode.problems.problem_file import load_problem_file, parse_problem_source
 
-SPEC_HELP = "use humaneval[:train|test|all], a .jsonl or .jsonl.gz in HumanEval format, a .py or a folder of .py"
+SPEC_HELP = ("use humaneval[:train|test|val|fit|all] (val and fit divide train), a .jsonl or "
+             ".jsonl.gz in HumanEval format, a .py or a folder of .py")
 
 __all__ = [
     "Problem",
@@ -19,14 +25,16 @@ __all__ = [
     "load_problem_file",
     "load_problems",
     "parse_problem_source",
+    "validation_ids",
 ]
 
 
 def load_problems(spec: str = "humaneval:test") -> list[Problem]:
     """Problems named by `spec`.
 
-    `humaneval[:train|test|all]`, a `.jsonl`/`.jsonl.gz` file in HumanEval format, a
-    `problem.py` file, or a folder of problem files.
+    `humaneval[:train|test|val|fit|all]` (val, 30 problems, and fit, 94, divide train's
+    124), a `.jsonl`/`.jsonl.gz` file in HumanEval format, a `problem.py` file, or a folder
+    of problem files.
     """
     if not spec.strip():
         raise ProblemError(f"no problems named: {SPEC_HELP}")

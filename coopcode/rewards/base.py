@@ -16,6 +16,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from coopcode.collaboration.analysis import (
+    NO_HELPER,
+    Cooperation,
+    analyse_cooperation,
+    cooperation_of,
+)
+from coopcode.collaboration.usage import HelperUse
 from coopcode.core.errors import UserError
 from sandbox import Verdict
 
@@ -78,6 +85,9 @@ class RewardInput:
 
     `helper_code` is empty for a single agent (`scheme == "single"`); `main_code` is the
     main (or single) agent's code; `program` the combined program the sandbox ran.
+    `analysis` is the pair's cooperation as the judging path found it (with `helper_solves`
+    from running the helper alone); without it, `cooperation` is read from the code alone
+    (`helper_solves` None).
     """
 
     verdict: Verdict
@@ -87,6 +97,7 @@ class RewardInput:
     entry_point: str = ""
     scheme: str = "sequential"
     task_id: str = ""
+    analysis: Cooperation | None = field(default=None, compare=False)
 
     @property
     def single(self) -> bool:
@@ -105,23 +116,28 @@ class RewardInput:
                    program=str(record.get("program") or ""),
                    entry_point=str(record.get("entry_point") or ""),
                    scheme=str(record.get("scheme") or "sequential"),
-                   task_id=str(record.get("task_id") or ""))
+                   task_id=str(record.get("task_id") or ""),
+                   # what the record says of the helper run alone; the rest from the code
+                   analysis=cooperation_of(record) if record.get("helper_code") else None)
 
     @cached_property
-    def cooperation(self) -> Any:
-        """How main uses the helper (`coopcode.rewards.usage.HelperUse`), from the syntax tree."""
-        from coopcode.rewards.usage import analyse_use
-
-        return analyse_use(self.helper_code, self.main_code, self.entry_point)
-
-    @cached_property
-    def patterns(self) -> tuple[str, ...]:
-        """The pair's cooperation patterns (`coopcode.collaboration.cooperation.classify_cooperation`)."""
-        from coopcode.collaboration.cooperation import classify_cooperation
-
+    def cooperation(self) -> Cooperation:
+        """How the pair cooperated (`coopcode.collaboration.analysis.Cooperation`)."""
+        if self.analysis is not None:
+            return self.analysis
         if self.single:
-            return ()
-        return tuple(classify_cooperation(self.helper_code, self.main_code, self.entry_point))
+            return NO_HELPER
+        return analyse_cooperation(self.helper_code, self.main_code, self.entry_point)
+
+    @property
+    def use(self) -> HelperUse:
+        """Which helper functions are live and how main uses them, from the syntax tree."""
+        return self.cooperation.use
+
+    @property
+    def patterns(self) -> tuple[str, ...]:
+        """The pair's cooperation patterns (`coopcode.collaboration.cooperation`)."""
+        return self.cooperation.patterns
 
 
 RewardFn = Callable[[RewardInput], RewardBreakdown]
@@ -139,6 +155,10 @@ class Reward:
     maximum: float | None = None
     agents: str = "any"  # "pair", "single" or "any": who it is written for
     notes: tuple[str, ...] = field(default=())
+    # Who gets what in MAGRPO: "joint" (every agent the joint reward) or "counterfactual" (the
+    # helper its contribution: the pair's reward minus what main scores without the helper;
+    # main the joint reward). See coopcode.train.rollout.
+    credit: str = "joint"
 
     def __call__(self, inp: RewardInput) -> RewardBreakdown:
         return self.fn(inp)
@@ -147,13 +167,21 @@ class Reward:
 REWARDS: dict[str, Reward] = {}
 
 
+CREDITS = ("joint", "counterfactual")
+
+
 def register(name: str, terms: tuple[str, ...], summary: str, *, source: str = "",
-             maximum: float | None = None, agents: str = "any") -> Callable[[RewardFn], RewardFn]:
-    """Register a reward function under `name` (its module is imported by the package)."""
+             maximum: float | None = None, agents: str = "any",
+             credit: str = "joint") -> Callable[[RewardFn], RewardFn]:
+    """Register a reward function under `name` (its module is imported by the package);
+    `credit` says how MAGRPO shares it between the agents (`Reward.credit`)."""
+    if credit not in CREDITS:
+        raise ValueError(f"credit {credit!r}: use one of {', '.join(CREDITS)}")
+
     def decorate(fn: RewardFn) -> RewardFn:
         if name in REWARDS:
             raise ValueError(f"reward {name!r} is registered twice")
-        REWARDS[name] = Reward(name, fn, terms, summary, source, maximum, agents)
+        REWARDS[name] = Reward(name, fn, terms, summary, source, maximum, agents, credit=credit)
         return fn
 
     return decorate

@@ -7,7 +7,7 @@ Levels (each gates the next, as in the authors' `execution_reward_aux`; maximum 
 2. +0.5 `syntax` if the combined program parses (else scoring stops).
 3. +1.0 x (passed / total) `tests`.
 4. cooperation, only when at least one test passes and main *uses* the helper
-   (`coopcode.rewards.usage`: a call whose value main uses, of a helper function that is
+   (`coopcode.collaboration.usage`: a call whose value main uses, of a helper function that is
    neither trivial nor written again by main):
    +0.5 `uses`; +1.0 `beyond_wrapper` when main does more than return the helper's result
    (its cooperation pattern, `coopcode.collaboration.cooperation`, is other than `wrapper`, judged with
@@ -41,7 +41,7 @@ def coop_reward(inp: RewardInput) -> RewardBreakdown:
     from coopcode.collaboration.cooperation import COOPERATING, classify_cooperation
 
     terms = dict.fromkeys(TERMS, 0.0)
-    use = inp.cooperation
+    use = inp.use
     v = inp.verdict
     if use.helper_returns:
         terms["helper"] = 0.4

@@ -21,7 +21,7 @@ class EvaluateConfig:
 
     ks: tuple[int, ...] = option_like(BenchConfig, "ks", default=(1, 10))
     problems: str = option_like(BenchConfig, "problems", default="humaneval:all",
-                                help="The problems the samples answer: humaneval[:train|test|all], "
+                                help="The problems the samples answer: humaneval[:train|test|val|fit|all], "
                                 "a .jsonl, a .py or a folder.")
     out: str | None = option(None, "Write one JSONL line per sample: its verdict and reward.")
     reward: str | None = option_like(SolveConfig, "reward")

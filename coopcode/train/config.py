@@ -5,10 +5,13 @@ Parameters, by group:
 - sampling: `group_size`, `max_new_tokens`, `temperature`, `top_p`, `turns`, `gamma`,
   `early_stop_reward`, `timeout`
 - the update: `learning_rate`, `lr_schedule`, `warmup_steps`, `weight_decay`, `max_grad_norm`,
-  `advantage_std`, `logprob_reduction`, `kl_coef`, `log_kl`, `micro_batch`
+  `advantage_std`, `logprob_reduction`, `token_level_loss`, `drop_constant_groups`,
+  `agent_credit`, `kl_coef`, `log_kl`, `micro_batch`
 - the adapters: `lora_rank`, `lora_alpha`, `lora_dropout`, `lora_targets`, `helper_init`,
   `main_init`
 - the schedule: `steps`, `epochs`, `problems_per_step`, `save_every`, `keep_checkpoints`, `seed`
+- validation: `eval_every`, `eval_problems`, `eval_n`, `eval_limit` (a bench of the agents at
+  step 0, every N steps and the last; off unless `eval_every` is given)
 
 Each field is declared once, here (`coopcode.settings.options.option`): its default, its help, its
 flag, its bounds and its place on the TUI's Train form. `coopcode train`'s options, the TUI
@@ -25,7 +28,7 @@ from coopcode.core.errors import UserError
 from coopcode.core.inputs import MAX_TEMPERATURE, check_server_urls
 from coopcode.engines.registry import engine_kind, rollout_engine_names
 from coopcode.evaluation.bench_config import BenchConfig
-from coopcode.rewards import reward_names
+from coopcode.rewards import CREDITS, reward_names
 from coopcode.settings.common import ModelChoice
 from coopcode.settings.options import check_options, option, option_like, option_named
 
@@ -84,7 +87,20 @@ class TrainConfig:
                                  flags=("--std-norm/--no-std-norm",))
     logprob_reduction: str = option("sum", "log pi(a|h) of a completion: sum over its tokens (the paper) or mean.",
                                     flags=("--logprob",), choices=REDUCTIONS)
-    kl_coef: float = option(0.0, "Weight of the KL penalty to the frozen base model (0: none).", at_least=0)
+    token_level_loss: bool = option(
+        False, "Token-level loss (Dr. GRPO / DAPO): every token's -A*log pi summed over the agent's "
+        "completions and divided by their total tokens, so long completions do not weigh less per "
+        "token (needs --logprob sum) [default: per completion, the paper's].")
+    drop_constant_groups: bool = option(
+        False, "Leave out sibling groups whose rewards are all equal (DAPO's dynamic sampling, "
+        "without resampling): they carry no signal and no longer dilute the loss's normalisation.")
+    agent_credit: str | None = option(
+        None, "Who gets what: joint (both agents the joint reward) or counterfactual (the helper "
+        "its contribution over main alone: one more main sample per joint action, ~1/3 more "
+        "generation) [default: the reward's own: counterfactual for credit, joint otherwise].",
+        choices=CREDITS, noun="credit")
+    kl_coef: float = option(0.0, "Weight of the KL penalty to the frozen base model (0: none; "
+                            "one more forward per trained completion).", at_least=0)
     log_kl: bool = option(False, "Measure the KL to the base even when kl_coef is 0 (one more forward).")
     micro_batch: int = option(8, "Completions per forward/backward in the update (memory bound).", at_least=1)
 
@@ -111,6 +127,17 @@ class TrainConfig:
                                    flags=("--keep",), at_least=1)
     seed: int = option(0, "Seed for data order and sampling.")
 
+    # -- validation ------------------------------------------------------------------------
+    eval_every: int | None = option(
+        None, "Bench the agents on --eval-problems at step 0, every N steps and at the last "
+        "step (off unless given): val/* in metrics.jsonl, samples in RUN/validation/.",
+        at_least=1)
+    eval_problems: str = option("humaneval:val", "Validation problems: humaneval[:split] "
+                                "(val is held out of fit, not of train), a .jsonl, a .py or a folder.")
+    eval_n: int = option(2, "Samples per validation problem (val/pass@1 is their pass rate).",
+                         at_least=1)
+    eval_limit: int | None = option(None, "Only the first N validation problems.", at_least=1)
+
     # -- who samples the rollouts ----------------------------------------------------------
     rollout_engine: str = option(
         "transformers", "Who samples: transformers (the model being trained samples itself; "
@@ -132,6 +159,15 @@ class TrainConfig:
     def collab_scheme(self) -> str:
         return "single" if self.algo == "grpo" else self.scheme
 
+    @property
+    def credit_mode(self) -> str:
+        """How the reward is shared: `agent_credit`, else the reward's own (`Reward.credit`)."""
+        if self.agent_credit is not None:
+            return self.agent_credit
+        from coopcode.rewards import resolve_reward
+
+        return resolve_reward(self.reward, self.collab_scheme).credit
+
     def total_steps(self, n_problems: int) -> int:
         if self.steps is not None:
             return self.steps
@@ -143,6 +179,12 @@ class TrainConfig:
         if not lora_target_modules(self.lora_targets):
             raise UserError(f"{flag('lora_targets')} {self.lora_targets!r}: use all-linear or "
                             "module names like q_proj,v_proj")
+        if self.token_level_loss and self.logprob_reduction != "sum":
+            raise UserError(f"{flag('token_level_loss')} sums log-probs over tokens: use it with "
+                            f"{flag('logprob_reduction')} sum")
+        if self.algo == "grpo" and self.agent_credit == "counterfactual":
+            raise UserError(f"{flag('agent_credit')} counterfactual shares a pair's reward: "
+                            "GRPO trains one agent")
         if self.algo == "grpo" and self.helper_init is not None:
             raise UserError(f"{flag('helper_init')}: GRPO trains one agent (use "
                             f"{flag('main_init')})")

@@ -1,16 +1,26 @@
 """Collapse guards: a training run watches its own metrics and says when it goes wrong.
 
-Four failures that a rising reward hides (each seen in a committed run):
+Five failures that a rising reward hides (the first four seen in committed runs):
 - `helper-ignored`: main stopped calling the helper. Its call rate over the last window is
   at most a quarter of its first window's (and under 10%), from a start of at least 10%.
-  ("Trivial cooperation": one agent does the work, the other's output is unused.)
-- `length-collapse`: an agent's completions shrank to at most half their first window's
-  mean length (from at least 32 tokens): usually a policy that found a short answer the
-  reward pays as much as a real one.
+  (One agent does the work, the other's output is unused.)
+- `trivial-main`: the mirror: main became a shell around the helper. The share of joint
+  actions where main uses the helper but does no work of its own with its answer
+  (`coop/shell`, `coopcode.collaboration.own_work`) reached half in the last window, at
+  least twice its first window's; the message adds how often the helper alone solved the
+  task there (`coop/helper_solves`).
+- `length-collapse`: an agent's code shrank to at most half its first window's size: lines
+  of code without docstrings and comments (`<agent>/code_lines`, from at least 4 lines), so
+  a docstring main copies from the prompt does not count as code; runs from before that
+  metric are judged on completion tokens (from at least 32). Usually a policy that found a
+  short answer the reward pays as much as a real one.
 - `reward-without-passes`: the mean reward rose (by at least 0.1 and 15% of where it
-  started) while the pass rate did not (up by less than 5 points), or the `tests` term gave
-  less than a quarter of the rise: a shaped term is being learned instead of the tests.
-  Names the terms that rose.
+  started) while the pass rate did not (up by less than 5 points), or while the reward's
+  terms other than the tests gave more of the rise than the tests did: a shaped term is
+  being learned instead of the tests. The pass rate is the validation split's
+  (`val/pass@1`, first evaluation against the last: `coopcode train --eval-every`) where
+  the run has one, else the training problems' (each step is another problem: noisy, and
+  the message says so). Names the terms that rose.
 - `truncation`: at least 20% of a window's completions stopped at the token budget: the
   reward then scores code that was cut off, and the budget (`--max-new-tokens`) is too
   small for what the agents write.
@@ -94,57 +104,98 @@ def _helper_ignored(history: Sequence[Mapping[str, Any]], w: int) -> list[Collap
         (since, last[-1][0]), {"start": round(start, 4), "end": round(end, 4), "since": since})]
 
 
+def _trivial_main(history: Sequence[Mapping[str, Any]], w: int) -> list[CollapseWarning]:
+    ends = _ends(_values(history, "coop/shell"), w)
+    if ends is None:
+        return []
+    first, last = ends
+    start, end = _mean(first), _mean(last)
+    if end < 0.5 or end < 2 * start:
+        return []
+    solves = [p for p in _values(history, "coop/helper_solves") if p[0] >= last[0][0]]
+    alone = (f"; the helper alone solved the task in {_mean(solves):.0%} of them"
+             if solves else "")
+    return [CollapseWarning(
+        "trivial-main",
+        f"main became a shell around the helper: it used the helper's answer without work of "
+        f"its own in {start:.0%} of joint actions in {_span(first)}, {end:.0%} in "
+        f"{_span(last)}{alone}",
+        (first[0][0], last[-1][0]),
+        {"start": round(start, 4), "end": round(end, 4),
+         **({"helper_solves": round(_mean(solves), 4)} if solves else {})})]
+
+
 def _length_collapse(history: Sequence[Mapping[str, Any]], w: int) -> list[CollapseWarning]:
     found = []
     for agent in AGENTS:
-        ends = _ends(_values(history, f"{agent}/completion_tokens"), w)
-        if ends is None:
+        # Lines of code without docstrings where the run measured them, else tokens.
+        measures = [(unit, least, got) for key, unit, least in (
+            (f"{agent}/code_lines", "lines", 4), (f"{agent}/completion_tokens", "tokens", 32))
+            if (got := _ends(_values(history, key), w)) is not None]
+        if not measures:
             continue
+        unit, least, ends = measures[0]
         first, last = ends
         start, end = _mean(first), _mean(last)
-        if start >= 32 and end <= start / 2:
+        if start >= least and end <= start / 2:
+            what = "code" if unit == "lines" else "completions"
             found.append(CollapseWarning(
                 "length-collapse",
-                f"{agent}'s completions collapsed in length: {start:.0f} tokens on average in "
+                f"{agent}'s {what} collapsed in length: {start:.0f} {unit} on average in "
                 f"{_span(first)}, {end:.0f} in {_span(last)} ({end / start:.0%})",
                 (first[0][0], last[-1][0]),
-                {"agent": agent, "start": round(start, 1), "end": round(end, 1)}))
+                {"agent": agent, "unit": unit, "start": round(start, 1), "end": round(end, 1)}))
     return found
+
+
+def _pass_rates(history: Sequence[Mapping[str, Any]], w: int) -> tuple[float, float, str] | None:
+    """(where the pass rate started, where it ended, what it is): the validation split's
+    first and last evaluation when the run has two, else the training windows'."""
+    val = _values(history, "val/pass@1")
+    if len(val) >= 2:
+        return val[0][1], val[-1][1], (f"the validation pass@1 went {val[0][1]:.0%} (step "
+                                       f"{val[0][0]}) -> {val[-1][1]:.0%} (step {val[-1][0]})")
+    ends = _ends(_values(history, "pass_rate"), w)
+    if ends is None:
+        return None
+    start, end = _mean(ends[0]), _mean(ends[1])
+    return start, end, (f"the training pass rate went {start:.0%} -> {end:.0%} (one problem a "
+                        "step: noisy; --eval-every measures it on fixed problems)")
 
 
 def _reward_without_passes(history: Sequence[Mapping[str, Any]], w: int) -> list[CollapseWarning]:
     from coopcode.rewards import term_keys
 
-    rewards = _values(history, "reward/mean")
-    passes = _values(history, "pass_rate")
-    ends, pass_ends = _ends(rewards, w), _ends(passes, w)
-    if ends is None or pass_ends is None:
+    ends = _ends(_values(history, "reward/mean"), w)
+    passes = _pass_rates(history, w)
+    if ends is None or passes is None:
         return []
-    (first, last), (pfirst, plast) = ends, pass_ends
+    first, last = ends
     start, end = _mean(first), _mean(last)
-    rise, pass_rise = end - start, _mean(plast) - _mean(pfirst)
+    rise = end - start
     if rise < max(0.1, 0.15 * abs(start)):
         return []
+    pass_start, pass_end, said = passes
     terms = {}
     for key in term_keys(history):
         t_ends = _ends(_values(history, key), w)
         if t_ends is not None:
             terms[key.split("/", 1)[1]] = _mean(t_ends[1]) - _mean(t_ends[0])
-    tests_share = terms["tests"] / rise if "tests" in terms else None
-    if pass_rise >= 0.05 and (tests_share is None or tests_share >= 0.25):
+    from_tests = terms.get("tests")
+    shaped = rise - from_tests if from_tests is not None else None
+    if pass_end - pass_start >= 0.05 and (shaped is None or shaped <= (from_tests or 0.0)):
         return []
     rose = ", ".join(f"{k} {v:+.2f}" for k, v in sorted(terms.items(), key=lambda kv: -kv[1])
                      if v > 0.01)
-    share = (f" ({tests_share:.0%} of the rise from the tests)"
-             if tests_share is not None else "")
+    share = (f" ({from_tests / rise:.0%} of the rise from the tests)"
+             if from_tests is not None else "")
     return [CollapseWarning(
         "reward-without-passes",
         f"the reward rose from {start:.2f} ({_span(first)}) to {end:.2f} ({_span(last)}) while "
-        f"the pass rate went {_mean(pfirst):.0%} -> {_mean(plast):.0%}{share}"
-        + (f"; the rise came from {rose}" if rose else ""),
+        f"{said}{share}" + (f"; the rise came from {rose}" if rose else ""),
         (first[0][0], last[-1][0]),
         {"reward_start": round(start, 4), "reward_end": round(end, 4),
-         "pass_start": round(_mean(pfirst), 4), "pass_end": round(_mean(plast), 4),
+         "pass_start": round(pass_start, 4), "pass_end": round(pass_end, 4),
          "terms": {k: round(v, 4) for k, v in terms.items()}})]
 
 
@@ -170,8 +221,8 @@ def collapse_warnings(history: Sequence[Mapping[str, Any]],
                       budget: int | None = None) -> list[CollapseWarning]:
     """Every guard's warnings for a run's metrics (one record per step, as metrics.jsonl)."""
     rows = [r for r in history if isinstance(r.get("step"), int)]
-    w = _window(len(rows))
-    return [*_helper_ignored(rows, w), *_length_collapse(rows, w),
+    w = _window(sum(r["step"] > 0 for r in rows))  # step 0: the validation before training
+    return [*_helper_ignored(rows, w), *_trivial_main(rows, w), *_length_collapse(rows, w),
             *_reward_without_passes(rows, w), *_truncation(rows, w, budget)]
 
 

@@ -26,11 +26,13 @@ from typing import Any
 
 import torch
 
+from coopcode.collaboration.analysis import analyse_cooperation, cooperation_rates
 from coopcode.collaboration.attempts import main_calls_helper
-from coopcode.collaboration.cooperation import classify_cooperation, pattern_rates
+from coopcode.collaboration.code import code_lines
+from coopcode.collaboration.cooperation import pattern_rates
 from coopcode.core.errors import UserError
 from coopcode.problems import Problem
-from coopcode.rewards import RewardFn, resolve_reward
+from coopcode.rewards import resolve_reward
 from coopcode.train.config import TrainConfig, lora_target_modules
 from coopcode.train.data import ProblemOrder
 from coopcode.train.distributed import Ranks, agent_loss, no_sync
@@ -95,7 +97,6 @@ class MAGRPOTrainer:
         ranks: Ranks | None = None,  # data-parallel ranks (torchrun); None: one process
         sandbox: Sandbox | None = None,
         scorer: Scorer | None = None,
-        reward_fn: RewardFn | None = None,  # None: the config's reward (by name)
         total_steps: int | None = None,
         cancel: threading.Event | None = None,
     ) -> None:
@@ -108,7 +109,7 @@ class MAGRPOTrainer:
         if scorer is None:
             if sandbox is None:
                 raise ValueError("the execution reward needs a sandbox (or pass a scorer)")
-            scorer = ExecutionScorer(sandbox, reward_fn or self.reward, config.timeout,
+            scorer = ExecutionScorer(sandbox, self.reward, config.timeout,
                                      scheme=config.collab_scheme)
         self.engine, self.config, self.problems = engine, config, list(problems)
         self.policy = policy or TransformersPolicy.sharing(engine)
@@ -233,8 +234,15 @@ class MAGRPOTrainer:
         """
         cfg = self.config
         need_kl = cfg.kl_coef > 0 or cfg.log_kl
+        considered = len(groups)
+        if cfg.drop_constant_groups:  # all-equal rewards: no signal, and out of the normaliser
+            groups = [g for g in groups if any(s.advantage != 0.0 for s in g)]
         samples = [s for g in groups for s in g]
-        total = max(1, self.ranks.total(len(samples)))
+        # The loss's normaliser: the agent's completions (the paper's), or with the token-level
+        # loss their tokens (Dr. GRPO / DAPO), over every rank.
+        size = (sum(len(s.completion_ids) for s in samples) if cfg.token_level_loss
+                else len(samples))
+        total = max(1, self.ranks.total(size))
         # A zero-advantage sample adds nothing to the policy gradient: skip its forward
         # (often whole groups, when every joint action got the same reward).
         work = [[s for s in g if s.completion_ids and (s.advantage != 0.0 or need_kl)]
@@ -270,6 +278,8 @@ class MAGRPOTrainer:
             f"{role}/completion_tokens": mean([len(s.completion_ids) for s in samples]),
             f"{role}/trained_samples": float(sum(len(g) for g in work)),
         }
+        if cfg.drop_constant_groups:
+            out[f"{role}/dropped_groups"] = float(considered - len(groups))
         if need_kl:
             out[f"{role}/kl"] = kl_sum / tokens if tokens else 0.0
         return out
@@ -340,14 +350,22 @@ class MAGRPOTrainer:
                                        n.samples["helper"][a.members["helper"]].code)
                      for n in roots for a in n.actions]
             out["main_calls_helper"] = mean([1.0 if c else 0.0 for c in calls])
-            # How the cooperation patterns move with the steps (the paper's emergent
-            # schemes): the share of this step's first-turn joint actions carrying each.
-            patterns = [classify_cooperation(r.root.samples["helper"][a.members["helper"]].code,
-                                             r.root.samples["main"][a.members["main"]].code,
-                                             r.problem.entry_point)
-                        for r in rollouts for a in r.root.actions]
-            for name, rate in pattern_rates(patterns).items():
+            # How cooperation moves with the steps, over this step's first-turn joint actions:
+            # the headline rates (own work, the helper alone solves it, a shell) and the
+            # share carrying each pattern (the paper's emergent schemes). The judging path
+            # analysed each joint action once; a scorer that does not judge leaves it to here.
+            found = [a.cooperation if a.cooperation is not None else analyse_cooperation(
+                         r.root.samples["helper"][a.members["helper"]].code,
+                         r.root.samples["main"][a.members["main"]].code, r.problem.entry_point)
+                     for r in rollouts for a in r.root.actions]
+            for name, rate in cooperation_rates(found).items():
+                if rate is not None:
+                    out[f"coop/{name}"] = rate
+            for name, rate in pattern_rates([c.patterns for c in found]).items():
                 out[f"coop/{name}"] = rate
+        for role in self.roles:  # what the collapse guards measure code by (no docstrings)
+            out[f"{role}/code_lines"] = mean([float(code_lines(s.code)) for n in roots
+                                              for s in n.samples.get(role, [])])
         out["truncated_rate"] = rstats.finish.get("length", 0) / max(1, rstats.samples)
         return out
 

@@ -27,12 +27,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from coopcode.collaboration.analysis import Cooperation
 from coopcode.collaboration.attempts import Attempt, feedback_text, sample_seed
 from coopcode.collaboration.code import combine
+from coopcode.collaboration.judging import Written, judge_all
 from coopcode.collaboration.scheduler import SampleSpec, Scheduler
 from coopcode.engines import Engine, SamplingParams
 from coopcode.problems import Problem
-from coopcode.rewards import RewardBreakdown, RewardFn, RewardInput
+from coopcode.rewards import Reward, RewardBreakdown
 from coopcode.schemes import PromptBook, SampleState, get_scheme
 from coopcode.train.config import TrainConfig
 from coopcode.train.tree import JointAction, Node, Sample, aligned_members, cross_members, mean
@@ -48,6 +50,7 @@ class Scored:
     reward: RewardBreakdown
     passed: bool = False
     verdict: Verdict | None = None
+    cooperation: Cooperation | None = None  # how the pair cooperated (None: not judged)
 
 
 class Scorer(Protocol):
@@ -56,26 +59,41 @@ class Scorer(Protocol):
     def __call__(self, items: Sequence[tuple[Problem, JointAction, Node]]) -> list[Scored]: ...
 
 
-class ExecutionScorer:
-    """The default: run each combined program against the hidden tests in the sandbox."""
+@dataclass
+class Alone:
+    """Counterfactual credit: main's own answer to a joint action's problem, written without
+    the helper's code (the single-agent prompt, main's adapter), and what it scored."""
 
-    def __init__(self, sandbox: Sandbox, reward_fn: RewardFn, timeout: float = 5.0, *,
+    code: str
+    reward: RewardBreakdown
+    passed: bool
+    tokens: int = 0
+
+
+class ExecutionScorer:
+    """The default: each joint action judged as the bench judges a sample
+    (`coopcode.collaboration.judging`: the hidden tests, the helper alone, the reward)."""
+
+    def __init__(self, sandbox: Sandbox, reward: Reward, timeout: float = 5.0, *,
                  scheme: str = "sequential") -> None:
-        self.sandbox, self.reward_fn, self.timeout = sandbox, reward_fn, timeout
+        self.sandbox, self.reward, self.timeout = sandbox, reward, timeout
         self.scheme = scheme
 
     def __call__(self, items: Sequence[tuple[Problem, JointAction, Node]]) -> list[Scored]:
-        jobs = [Job(program=a.program, tests=p.tests, entry_point=p.entry_point,
-                    timeout=self.timeout) for p, a, _ in items]
-        verdicts = self.sandbox.run_many(jobs)
-        out = []
-        for (p, a, node), v in zip(items, verdicts):
+        written = []
+        for p, a, node in items:
             codes = {r: node.samples[r][i].code for r, i in a.members.items()}
-            inp = RewardInput(verdict=v, main_code=codes.get("main", codes.get("single", "")),
-                              helper_code=codes.get("helper", ""), program=a.program,
-                              entry_point=p.entry_point, scheme=self.scheme, task_id=p.task_id)
-            out.append(Scored(self.reward_fn(inp), v.passed, v))
-        return out
+            written.append(Written(p, self.scheme, codes.get("main", codes.get("single", "")),
+                                   codes.get("helper", ""), a.program))
+        return [Scored(j.reward, j.verdict.passed, j.verdict, j.cooperation)
+                for j in judge_all(written, self.sandbox, self.reward, self.timeout)]
+
+    def alone(self, items: Sequence[tuple[Problem, str]]) -> list[Scored]:
+        """Main's answers written alone (problem, code), judged as one agent by the same reward."""
+        written = [Written(p, "single", code, "", combine(p.prompt, p.entry_point, "", code).text)
+                   for p, code in items]
+        return [Scored(j.reward, j.verdict.passed, j.verdict)
+                for j in judge_all(written, self.sandbox, self.reward, self.timeout)]
 
 
 def output_scorer(fn: Callable[[Problem, JointAction, Node], float]) -> Scorer:
@@ -99,6 +117,7 @@ class RolloutStats:
     gen_tokens: int = 0
     score_seconds: float = 0.0
     samples: int = 0
+    alone_samples: int = 0  # counterfactual credit: main's answers without the helper (not trained on)
     finish: dict[str, int] = field(default_factory=dict)
 
 
@@ -110,6 +129,7 @@ class _Open:
     node: Node
     parent: JointAction | None = None
     parent_samples: dict[str, Sample] | None = None
+    alone: dict[int, SampleState] = field(default_factory=dict)  # joint action -> main alone
 
 
 # role -> (slot, index): which seed stream (slot) and which draw of it (index) a joint
@@ -134,6 +154,12 @@ class RolloutBuilder:
         self.book = PromptBook(engine)
         self.scheduler = Scheduler(engine, sandbox, concurrency=concurrency, cancel=self.cancel,
                                    feedback_timeout=config.timeout)
+        # Counterfactual credit: each first-turn joint action also gets main's answer without
+        # the helper; the helper is paid the pair's reward minus it (coopcode.rewards.credit).
+        self.counterfactual = config.credit_mode == "counterfactual" and "helper" in self.roles
+        if self.counterfactual and not hasattr(scorer, "alone"):
+            raise ValueError("counterfactual credit needs a scorer that can judge main alone "
+                             "(ExecutionScorer)")
 
     # -- which completions make which joint actions -----------------------------------------
 
@@ -174,16 +200,35 @@ class RolloutBuilder:
         return SampleSpec(op.problem, 0, self.scheme, self.params, seeds, ADAPTER_OF_ROLE,
                           turns=node.turn, first_turn=node.turn, state=state, key=(op, pick))
 
+    def _alone_spec(self, op: _Open, j: int, step: int) -> SampleSpec:
+        """Main's answer for joint action j without the helper: the single-agent prompt with
+        main's adapter, its own seed stream."""
+        cfg, node = self.config, op.node
+
+        def seeds(role: str, turn: int) -> tuple[int, int]:
+            return sample_seed(cfg.seed, "train", step, op.problem.task_id, "alone", node.turn,
+                               node.path, j), 0
+
+        return SampleSpec(op.problem, 0, get_scheme("single"), self.params, seeds,
+                          {"single": ADAPTER_OF_ROLE["main"]}, key=(op, ("alone", j)))
+
     # -- generation -------------------------------------------------------------------------
 
     def _generate(self, opens: list[_Open], step: int, stats: RolloutStats) -> None:
-        """Every node's joint actions through the scheduler, at once; fills samples and actions."""
-        picks = self._picks(first_turn=opens[0].node.turn == 1) if opens else []
+        """Every node's joint actions through the scheduler, at once; fills samples and actions
+        (and, for counterfactual credit, main's answers alone, in the same batch)."""
+        first = bool(opens) and opens[0].node.turn == 1
+        picks = self._picks(first_turn=first) if opens else []
         specs = [self._spec(op, pick, step) for op in opens for pick in picks]
+        if self.counterfactual and first:
+            specs += [self._alone_spec(op, j, step) for op in opens for j in range(len(picks))]
         done: dict[int, list[tuple[Pick, SampleState]]] = {id(op): [] for op in opens}
 
-        def on_done(state: SampleState, _verdict: Verdict | None) -> None:
+        def on_done(state: SampleState, _verdicts: list[Verdict]) -> None:
             op, pick = state.key
+            if isinstance(pick, tuple):  # ("alone", j)
+                op.alone[pick[1]] = state
+                return
             done[id(op)].append((pick, state))
 
         started = time.time()
@@ -236,9 +281,30 @@ class RolloutBuilder:
         scored = self.scorer(items)
         stats.score_seconds += time.time() - started
         for (_, a, _), s in zip(items, scored):
-            a.reward, a.passed = s.reward, s.passed
+            a.reward, a.passed, a.cooperation = s.reward, s.passed, s.cooperation
+        if any(op.alone for op in opens):
+            started = time.time()
+            self._score_alone(opens, stats)
+            stats.score_seconds += time.time() - started
         for op in opens:
             op.node.rewards = [a.reward.total if a.reward else 0.0 for a in op.node.actions]
+
+    def _score_alone(self, opens: list[_Open], stats: RolloutStats) -> None:
+        """Counterfactual credit: judge main's answers alone; the helper's reward is the pair's
+        minus main's alone, main's the pair's."""
+        pending = [(op, j, st) for op in opens for j, st in sorted(op.alone.items())]
+        outputs = [st.asked[-1][1] for _op, _j, st in pending]
+        scored = self.scorer.alone(  # type: ignore[attr-defined]
+            [(op.problem, out.code) for (op, _j, _st), out in zip(pending, outputs)])
+        for (op, j, _st), out, s in zip(pending, outputs, scored):
+            a = op.node.actions[j]
+            a.alone = Alone(out.code, s.reward, s.passed, len(out.token_ids))
+            joint = a.reward.total if a.reward else 0.0
+            a.agent_rewards = {"helper": round(joint - s.reward.total, 6), "main": joint}
+            stats.alone_samples += 1
+            stats.gen_tokens += len(out.token_ids)
+        for op in opens:
+            op.alone.clear()
 
     def _expand(self, opens: list[_Open], stats: RolloutStats) -> list[_Open]:
         """Child nodes for the next turn, with feedback from the public examples."""

@@ -23,9 +23,11 @@ from coopcode.train.metrics import MetricsLog
 
 # Fields --resume may change; everything else must match the saved run (or the resumed run
 # would not be the run that was started).
-# What a resumed run may change: the schedule's end, and who samples (not what is sampled).
+# What a resumed run may change: the schedule's end, who samples (not what is sampled), and
+# the validation (it measures the agents, it does not change what is trained).
 RESUMABLE_OVERRIDES = ("steps", "save_every", "keep_checkpoints", "timeout", "rollout_engine",
-                       "rollout_base_url", "deterministic")
+                       "rollout_base_url", "deterministic", "eval_every", "eval_problems",
+                       "eval_n", "eval_limit")
 
 
 @dataclass
@@ -189,6 +191,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
            progress: Any) -> TrainResult:
     config = resolve_config(config, out, resume, explicit)
     problems = load_training_problems(config.problems, config.limit)
+    from coopcode.train import validation as val
+
+    eval_problems = val.load_eval_problems(config) if config.eval_every else []
     state_dir = ckpt.latest_state(out) if resume else None
     state_info = json.loads((state_dir / "state.json").read_text()) if state_dir else {}
     from coopcode.train.distributed import init_ranks
@@ -215,6 +220,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     if ranks.main:
         for name in ("metrics.jsonl", "samples.jsonl"):
             ckpt.truncate_metrics(out / name, trainer.step)
+        val.prune(out, trainer.step)
         if not (out / "config.json").exists():
             ckpt.write_json_atomic(out / "config.json", config.to_dict())
     log = MetricsLog(out, emit, write=ranks.main)
@@ -228,6 +234,12 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
 
     save = _Checkpointer(out, config, trainer, engine, problems, log, names, total, emit,
                          writes=ranks.main)
+    # Rank 0 evaluates (the others wait for it at the next step's first reduction).
+    validate = None
+    if config.eval_every and ranks.main:
+        validate = val.Validation(config, out, trainer, sandbox, eval_problems, emit=emit,
+                                  cancel=cancel)
+        validate.warn_overlap(problems)
 
     from coopcode.train.magrpo import TrainingStopped
 
@@ -235,11 +247,18 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     stopped = False
     watch = CollapseWatch(config.max_new_tokens)
     try:
+        if validate is not None and trainer.step == 0 and not val.evaluated_at_start(log.history):
+            figures = validate(0)  # the agents before any update: the curve's start
+            if figures:
+                log.log(0, figures)
         while trainer.step < total:
             if cancel.is_set():
                 raise TrainingStopped(trainer.step)
             values = trainer.train_step()
             step = trainer.step
+            if validate is not None and val.is_due(config, step, total):
+                # Before the step is logged and saved: a run killed here redoes the step.
+                values.update(validate(step))
             log.log(step, values, extra={"task_ids": trainer.step_task_ids})
             for warning in watch.new(log.history):  # each kind once, when it first shows
                 emit(Log(message=f"{warning.kind}: {warning.message}", level="warning"))
@@ -279,15 +298,25 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
 
 def sample_lines(step: int, rollouts: list[Any]) -> list[str]:
     """What the agents wrote at this step and what it scored (turn 1), one JSON line per
-    problem: `samples.jsonl`, for reading a run."""
+    problem: `samples.jsonl`, for reading a run: per joint action its reward, each agent's
+    code, the pair's cooperation (patterns, own work, the helper alone solves it) and, with
+    per-agent credit, each agent's reward and main's answer alone."""
     lines = []
     for r in rollouts:
         node = r.root
         actions = []
         for a in node.actions:
             codes = {role: node.samples[role][i].code for role, i in a.members.items()}
-            actions.append({"reward": a.reward.to_dict() if a.reward else None,
-                            "passed": a.passed, **codes})
+            action = {"reward": a.reward.to_dict() if a.reward else None, "passed": a.passed,
+                      **codes}
+            if a.cooperation is not None and "helper" in codes:
+                action["cooperation"] = a.cooperation.to_record()
+            if a.agent_rewards:  # per-agent credit, and what it was measured against
+                action["credit"] = a.agent_rewards
+            if a.alone is not None:
+                action["alone"] = {"main": a.alone.code, "reward": a.alone.reward.to_dict(),
+                                   "passed": a.alone.passed}
+            actions.append(action)
         lines.append(json.dumps({"step": step, "task_id": r.problem.task_id, "actions": actions}))
     return lines
 

@@ -49,6 +49,10 @@ class JointAction:
     reward: RewardBreakdown | None = None
     passed: bool = False
     feedback: str = ""  # public-example feedback shown to the agents in the child node
+    cooperation: Any = None  # how the pair cooperated (coopcode.collaboration.analysis)
+    # Per-agent credit: role -> that agent's reward (empty: every agent gets the joint reward)
+    agent_rewards: dict[str, float] = field(default_factory=dict)
+    alone: Any = None  # counterfactual credit: main's own answer without the helper (`Alone`)
 
 
 @dataclass
@@ -61,6 +65,7 @@ class Node:
     rewards: list[float] = field(default_factory=list)  # per joint action
     children: dict[int, Node] = field(default_factory=dict)  # joint action index -> child
     returns: list[float] = field(default_factory=list)  # per joint action, after discounting
+    agent_returns: dict[str, list[float]] = field(default_factory=dict)  # the same, per agent's credit
     path: tuple[int, ...] = ()  # joint action indices from the root: names the node in seeds
 
     def walk(self) -> Iterator[Node]:
@@ -100,12 +105,24 @@ def group_advantages(values: Sequence[float], *, scale_by_std: bool = False,
 
 
 def discounted_returns(node: Node, gamma: float) -> list[float]:
-    """Fill `returns` bottom-up: R_j = r_j + gamma * mean(child returns) where j has a child."""
+    """Fill `returns` bottom-up: R_j = r_j + gamma * mean(child returns) where j has a child;
+    and `agent_returns[role]` the same from each agent's own reward (its `agent_rewards`
+    entry where a joint action has one, else the joint reward)."""
     node.returns = []
     for j, r in enumerate(node.rewards):
         child = node.children.get(j)
         future = mean(discounted_returns(child, gamma)) if child is not None else 0.0
         node.returns.append(r + gamma * future if child is not None else r)
+    node.agent_returns = {}
+    for role in node.samples:
+        values = []
+        for j, r in enumerate(node.rewards):
+            own = node.actions[j].agent_rewards.get(role, r) if j < len(node.actions) else r
+            child = node.children.get(j)
+            if child is not None:
+                own += gamma * mean(child.agent_returns.get(role, child.returns))
+            values.append(own)
+        node.agent_returns[role] = values
     return node.returns
 
 
@@ -114,7 +131,7 @@ def assign_advantages(node: Node, *, scale_by_std: bool = False) -> None:
     for n in node.walk():
         for role, samples in n.samples.items():
             taken: dict[int, list[float]] = defaultdict(list)
-            for action, ret in zip(n.actions, n.returns):
+            for action, ret in zip(n.actions, n.agent_returns.get(role, n.returns)):
                 if role in action.members:
                     taken[action.members[role]].append(ret)
             for i, s in enumerate(samples):
@@ -130,7 +147,8 @@ def assign_advantages(node: Node, *, scale_by_std: bool = False) -> None:
 
 def reward_levels(nodes: Sequence[Node]) -> dict[str, float]:
     """The mean total reward, its spread, the mean of each of the reward's terms
-    (`reward/<term>`) and the pass rate, over the nodes' joint actions."""
+    (`reward/<term>`) and the pass rate, over the nodes' joint actions; with per-agent credit,
+    each agent's mean reward (`credit/<role>`) and how main alone fared (`alone/pass_rate`)."""
     breakdowns = [a.reward for n in nodes for a in n.actions if a.reward is not None]
     if not breakdowns:
         return {}
@@ -141,4 +159,11 @@ def reward_levels(nodes: Sequence[Node]) -> dict[str, float]:
         out[f"reward/{term}"] = mean([b.get(term, 0.0) for b in breakdowns])
     out["pass_rate"] = mean([1.0 if a.passed else 0.0 for n in nodes for a in n.actions
                              if a.reward is not None])
+    credited = [a for n in nodes for a in n.actions if a.agent_rewards]
+    for role in dict.fromkeys(r for a in credited for r in a.agent_rewards):
+        out[f"credit/{role}"] = mean([a.agent_rewards[role] for a in credited if role in a.agent_rewards])
+    alone = [a.alone for n in nodes for a in n.actions if a.alone is not None]
+    if alone:
+        out["alone/pass_rate"] = mean([1.0 if x.passed else 0.0 for x in alone])
+        out["alone/reward"] = mean([x.reward.total for x in alone])
     return out

@@ -66,7 +66,7 @@ def test_a_reward_that_rises_without_the_pass_rate_warns_with_the_terms_that_ros
                         "reward__tests": 0.3, "reward__uses": lambda s: 0.03 * s})
     (warning,) = collapse_warnings(history)
     assert warning.kind == "reward-without-passes"
-    assert "the pass rate went 30% -> 30%" in warning.message
+    assert "the training pass rate went 30% -> 30%" in warning.message
     assert "the rise came from uses +0.90" in warning.message
     # The same rise with the pass rate climbing is learning.
     assert kinds(stream(**{**HEALTHY, "reward__mean": lambda s: 2.0 + 0.03 * s,
@@ -83,10 +83,50 @@ def test_a_rise_the_tests_term_hardly_explains_warns_even_if_the_pass_rate_moved
     assert warning.kind == "reward-without-passes"
     assert "(10% of the rise from the tests)" in warning.message
     assert "the rise came from beyond_wrapper +0.81, tests +0.09" in warning.message
-    # When the tests term carries the rise, the same numbers are learning.
-    learning = {**series, "reward__tests": lambda s: 0.3 + 0.02 * s,
-                "reward__beyond_wrapper": lambda s: 0.01 * s}
+    # When the tests term carries the rise (more than the shaped terms do), it is learning,
+    # whatever the reward's weights.
+    learning = {**series, "reward__tests": lambda s: 0.3 + 0.016 * s,
+                "reward__beyond_wrapper": lambda s: 0.014 * s}
     assert kinds(stream(**learning)) == []
+
+
+def test_the_pass_rate_comes_from_the_validation_split_where_the_run_has_one() -> None:
+    rising = {**HEALTHY, "reward__mean": lambda s: 2.0 + 0.03 * s, "reward__tests": lambda s: 0.03 * s,
+              "pass_rate": lambda s: 0.1 + 0.01 * s}
+    assert kinds(stream(**rising)) == []  # the training pass rate rose
+    history = stream(**rising)
+    for record in history:  # ... but on fixed problems the agents did no better
+        if record["step"] % 10 == 0:
+            record["val/pass@1"] = 0.3
+    history.insert(0, {"step": 0, "val/pass@1": 0.3})
+    (warning,) = collapse_warnings(history)
+    assert warning.kind == "reward-without-passes"
+    assert "the validation pass@1 went 30% (step 0) -> 30% (step 40)" in warning.message
+    without = stream(**{**rising, "pass_rate": 0.3})
+    assert "(one problem a step: noisy" in collapse_warnings(without)[0].message
+
+
+def test_main_becoming_a_shell_around_the_helper_warns() -> None:
+    history = stream(**{**HEALTHY, "coop__shell": lambda s: 0.1 if s <= 10 else 0.7,
+                        "coop__helper_solves": lambda s: 0.2 if s <= 10 else 0.6})
+    (warning,) = collapse_warnings(history)
+    assert warning.kind == "trivial-main"
+    assert ("without work of its own in 10% of joint actions in steps 1-10, 70% in steps 31-40; "
+            "the helper alone solved the task in 60% of them") in warning.message
+    # a pair that started as shells and stayed is not a change; fewer than half is not one
+    assert kinds(stream(**{**HEALTHY, "coop__shell": 0.4})) == []
+    assert kinds(stream(**{**HEALTHY, "coop__shell": lambda s: 0.1 if s <= 10 else 0.45})) == []
+
+
+def test_length_is_measured_in_lines_of_code_without_docstrings() -> None:
+    # the tokens stay (a docstring copied from the prompt), the code collapsed
+    history = stream(**{**HEALTHY, "main__code_lines": lambda s: 8.0 if s <= 10 else 2.0})
+    (warning,) = collapse_warnings(history)
+    assert warning.kind == "length-collapse" and warning.figures["unit"] == "lines"
+    assert "main's code collapsed in length: 8 lines on average" in warning.message
+    # the tokens fell but the code did not: a shorter docstring is not a collapse
+    assert kinds(stream(**{**HEALTHY, "main__code_lines": 8.0,
+                           "main__completion_tokens": lambda s: 120.0 if s <= 10 else 40.0})) == []
 
 
 def test_truncation_at_the_budget_warns_once_where_it_was_worst() -> None:

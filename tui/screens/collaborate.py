@@ -43,7 +43,7 @@ from coopcode import (
     UserError,
     Verdict,
     VerdictReady,
-    describe_cooperation,
+    analyse_cooperation,
     has_helper,
 )
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
@@ -455,8 +455,9 @@ class CollaborateScreen(Screen[None]):
             helper = self.attempt.helper_code if self.attempt else ""
             main = self.attempt.main_code if self.attempt else ""
             entry = self.run_problem.entry_point if self.run_problem else ""
+            solves = (e.cooperation or {}).get("helper_solves")  # the sandbox ran the helper alone
             self.query_one("#summary", VerdictSummary).show(
-                e.verdict, e.reward, describe_cooperation(main, helper, entry), e.scheme,
+                e.verdict, e.reward, analyse_cooperation(helper, main, entry, solves), e.scheme,
                 reruns=self.reruns)
         elif isinstance(e, Failed):
             self.generating = self.testing = False

@@ -46,9 +46,10 @@ LOSS_CURVES = (("loss", "total"), ("helper/loss", "helper"), ("main/loss", "main
 
 
 def reward_curves(values: dict[str, float]) -> list[tuple[str, str]]:
-    """The mean reward, each term of the run's reward, and the pass rate."""
+    """The mean reward, each term of the run's reward, the pass rate, and the validation
+    pass@1 (at the steps a run with --eval-every evaluates, step 0 first)."""
     return [("reward/mean", "reward"), *((k, k.split("/", 1)[1]) for k in term_keys(values)),
-            ("pass_rate", "pass rate")]
+            ("pass_rate", "pass rate"), ("val/pass@1", "val pass@1")]
 
 
 class TrainScreen(JobScreen):

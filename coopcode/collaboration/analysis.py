@@ -1,0 +1,159 @@
+"""One reading of how a pair cooperated: the measure every view and reward uses.
+
+`analyse_cooperation(helper_code, main_code, entry_point, helper_solves)` gives a
+`Cooperation`: the two headline measures, and what the TUI's line and the patterns say.
+
+- `own_work`: main does work of its own with the helper's answer, from the syntax tree
+  (`coopcode.collaboration.own_work` has the definition and its examples).
+- `helper_solves`: the helper's code alone passes the problem's tests, one of its functions
+  standing in for the entry point (run in the sandbox: `coopcode.collaboration.helper_alone`;
+  None where it was not run). The helper then did the whole task, whatever main adds.
+- `patterns`: the cooperation patterns (`coopcode.collaboration.cooperation`), the shape of
+  main's code around the helper.
+- `use`: which helper functions are live and whether main uses one
+  (`coopcode.collaboration.usage`).
+
+The bench's summaries, `evaluate`, the rewards, training's metrics and guards, and the TUI
+all read these, so a figure means the same thing wherever it is shown. A recorded sample
+carries `"cooperation": {"patterns": [...], "own_work": bool, "helper_solves": bool}`;
+`cooperation_of(record)` reads it back (and reads records written before it).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from coopcode.collaboration.cooperation import classify_cooperation, top_functions
+from coopcode.collaboration.own_work import own_work
+from coopcode.collaboration.usage import HelperUse, analyse_use
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp,
+          ast.DictComp)
+
+
+@dataclass(frozen=True)
+class Cooperation:
+    """How main used the helper's code in one sample (see the module doc)."""
+
+    helper_functions: tuple[str, ...] = ()
+    called: dict[str, int] = field(default_factory=dict)  # helper name -> call sites in main
+    in_loop: bool = False  # a call sits inside a loop or comprehension
+    redefined: tuple[str, ...] = ()  # helpers main wrote again itself (shadowing the helper's)
+    parse_error: str = ""
+    patterns: tuple[str, ...] = ()  # classify_cooperation's names
+    own_work: bool = False
+    helper_solves: bool | None = None  # None: the helper was not run alone
+    use: HelperUse = field(default_factory=HelperUse)
+
+    @property
+    def calls_helper(self) -> bool:
+        return bool(self.called) and not self.redefined
+
+    @property
+    def uses_helper(self) -> bool:
+        """Main uses a live helper function's value (not a discarded or a trivial one)."""
+        return self.use.uses_helper
+
+    @property
+    def shell(self) -> bool:
+        """Main uses the helper but does no work of its own with it (a wrapper or a
+        one-expression shell)."""
+        return self.uses_helper and not self.own_work
+
+    @property
+    def summary(self) -> str:
+        """One line: does main call the helper, how, and who did the work."""
+        if self.parse_error:
+            return f"unknown ({self.parse_error})"
+        if not self.helper_functions:
+            return "no helper code: main works alone"
+        if self.redefined:
+            return f"main redefines {', '.join(self.redefined)}: the helper's code is unused"
+        if not self.called:
+            names = ", ".join(self.helper_functions)
+            return f"main ignores the helper ({names} never called)"
+        sites = sum(self.called.values())
+        names = ", ".join(f"{n}×{c}" if c > 1 else n for n, c in self.called.items())
+        where = "inside a loop" if self.in_loop else ("once" if sites == 1 else f"at {sites} sites")
+        work = "own work" if self.own_work else "no own work"
+        alone = {True: "; the helper alone solves it", False: "; the helper alone does not solve it",
+                 None: ""}[self.helper_solves]
+        return f"main calls {names} {where} ({work}){alone}"
+
+    def to_record(self) -> dict[str, Any]:
+        """What a sample's record keeps."""
+        return {"patterns": list(self.patterns), "own_work": self.own_work,
+                "helper_solves": self.helper_solves}
+
+
+NO_HELPER = Cooperation()
+
+
+def analyse_cooperation(helper_code: str, main_code: str, entry_point: str = "",
+                        helper_solves: bool | None = None) -> Cooperation:
+    """Parse both agents' code (never run it) and say how they cooperated; `helper_solves`
+    is what running the helper alone found (None: not run)."""
+    try:
+        helper_mod = ast.parse(helper_code or "")
+        main_mod = ast.parse(main_code or "")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        line = getattr(e, "lineno", None)
+        return Cooperation(parse_error=f"syntax error on line {line}" if line else type(e).__name__,
+                           helper_solves=helper_solves)
+    helpers = tuple(top_functions(helper_mod))
+    redefined = tuple(n for n in top_functions(main_mod) if n in helpers)
+    called: dict[str, int] = {}
+    in_loop = False
+
+    def visit(node: ast.AST, looping: bool) -> None:
+        nonlocal in_loop
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
+            called[node.func.id] = called.get(node.func.id, 0) + 1
+            in_loop = in_loop or looping
+        for child in ast.iter_child_nodes(node):
+            visit(child, looping or isinstance(node, _LOOPS))
+
+    visit(main_mod, False)
+    return Cooperation(
+        helpers, called, in_loop, redefined,
+        patterns=tuple(classify_cooperation(helper_code, main_code, entry_point)),
+        own_work=own_work(helper_code, main_code, entry_point),
+        helper_solves=helper_solves if helpers else False,
+        use=analyse_use(helper_code, main_code, entry_point))
+
+
+def describe_cooperation(main_code: str, helper_code: str, entry_point: str = "") -> Cooperation:
+    """`analyse_cooperation` with main's code first (the TUI's older call)."""
+    return analyse_cooperation(helper_code, main_code, entry_point)
+
+
+def cooperation_of(record: Mapping[str, Any]) -> Cooperation:
+    """A recorded pair sample's cooperation: the syntax-tree measures computed from its code
+    (cheap, and the same for records of any age), `helper_solves` as recorded (None when the
+    record is from before it was measured)."""
+    found = record.get("cooperation")
+    solves = found.get("helper_solves") if isinstance(found, Mapping) else None
+    return analyse_cooperation(str(record.get("helper_code") or ""),
+                               str(record.get("main_code") or ""),
+                               str(record.get("entry_point") or ""),
+                               solves if isinstance(solves, bool) else None)
+
+
+def cooperation_rates(found: Iterable[Cooperation]) -> dict[str, float | None]:
+    """The headline rates over pair samples: `own_work`, `helper_solves` (over the samples
+    whose helper was run alone; None when none was), `uses_helper` and `shell`."""
+    items = list(found)
+    if not items:
+        return {"own_work": None, "helper_solves": None, "uses_helper": None, "shell": None}
+    judged = [c.helper_solves for c in items if c.helper_solves is not None]
+
+    def share(flags: list[bool]) -> float:
+        return round(sum(flags) / len(flags), 4)
+
+    return {"own_work": share([c.own_work for c in items]),
+            "helper_solves": share(judged) if judged else None,
+            "uses_helper": share([c.uses_helper for c in items]),
+            "shell": share([c.shell for c in items])}

@@ -1,0 +1,157 @@
+"""Validation while training: a bench of the agents as they are, on problems they do not train on.
+
+With `eval_every` N, the run benches its agents at step 0 (before any update), after every
+N-th step and after the last one, through `coopcode.evaluation.bench.run_bench` on the
+training's own engine (the adapters in it, no copy): the bench's prompts, scheduler and
+sandbox, `eval_n` samples per problem at the bench's temperature, the training's token budget,
+top-p and turns, and the run's seed as the bench seed, so every evaluation draws the same
+random numbers and the curve compares like with like. Each evaluation is a bench folder,
+`RUN/validation/step-NNNNNN/` (samples.jsonl, summary.json, report.md), so the figures can be
+recomputed from what a run keeps; they go into that step's metrics.jsonl record as `val/*`.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from coopcode.core.errors import UserError
+from coopcode.core.events import Emit, Log
+from coopcode.evaluation.bench_config import BenchConfig
+from coopcode.problems import Problem, load_problems
+from coopcode.train.config import TrainConfig, flag
+from coopcode.train.rollout import ADAPTER_OF_ROLE
+
+VALIDATION_DIR = "validation"
+_STEP = re.compile(r"^step-(\d+)$")
+# The bench summary row's keys behind each val/ metric; a key the row lacks (or holds as
+# None, as GRPO's for the helper) gives no metric.
+METRIC_OF_KEY = {"pass@1": "val/pass@1", "acc@1": "val/acc@1",
+                 "own_work_rate": "val/own_work", "helper_solves_rate": "val/helper_solves"}
+
+
+def eval_dir(out: Path, step: int) -> Path:
+    """The bench folder of the evaluation after `step` (0: before any update)."""
+    return out / VALIDATION_DIR / f"step-{step:06d}"
+
+
+def is_due(config: TrainConfig, step: int, total: int) -> bool:
+    """Whether the run evaluates after `step` (of `total`)."""
+    every = config.eval_every
+    return every is not None and every > 0 and (step % every == 0 or step == total)
+
+
+def evaluated_at_start(history: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether metrics.jsonl already holds the step-0 evaluation (a resumed run skips it)."""
+    return any(r.get("step") == 0 and "val/pass@1" in r for r in history)
+
+
+def prune(out: Path, step: int) -> None:
+    """Remove the evaluations after `step`: a killed run's, whose steps a resume redoes (as
+    `checkpoint.truncate_metrics` drops their metrics)."""
+    root = out / VALIDATION_DIR
+    if not root.is_dir():
+        return
+    for folder in root.iterdir():
+        m = _STEP.match(folder.name)
+        if m and int(m.group(1)) > step:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def load_eval_problems(config: TrainConfig) -> list[Problem]:
+    """The validation problems (the first `eval_limit`), or a UserError naming the flag."""
+    problems = load_problems(config.eval_problems)
+    if config.eval_limit is not None:
+        problems = problems[:config.eval_limit]
+    if not problems:
+        raise UserError(f"{flag('eval_problems')} {config.eval_problems}: no problems to "
+                        "evaluate on")
+    return problems
+
+
+def bench_config(config: TrainConfig, label: str) -> BenchConfig:
+    """The bench one evaluation runs: the run's scheme, budget and seed; the bench's
+    temperature (its default, 0.8: the figures compare with `coopcode bench`'s)."""
+    return BenchConfig(ks=(1,), n=config.eval_n, top_p=config.top_p,
+                       problems=config.eval_problems, schemes=(config.collab_scheme,),
+                       max_new_tokens=config.max_new_tokens, seed=config.seed,
+                       turns=config.turns, timeout=config.timeout, label=label,
+                       reward=config.reward)
+
+
+def val_metrics(row: Mapping[str, Any]) -> dict[str, float]:
+    """The `val/*` metrics of a bench summary row (those the row has)."""
+    out = {}
+    for key, metric in METRIC_OF_KEY.items():
+        value = row.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[metric] = float(value)
+    return out
+
+
+class Validation:
+    """Benches a trainer's agents on the validation problems (rank 0 of a run)."""
+
+    def __init__(self, config: TrainConfig, out: Path, trainer: Any, sandbox: Any,
+                 problems: list[Problem], *, emit: Emit, cancel: threading.Event) -> None:
+        if sandbox is None:
+            raise UserError(f"{flag('eval_every')} needs a sandbox to run the validation "
+                            "problems' tests")
+        self.config, self.out, self.trainer, self.sandbox = config, out, trainer, sandbox
+        self.problems, self.emit, self.cancel = problems, emit, cancel
+
+    def warn_overlap(self, training: list[Problem]) -> None:
+        """Say so when the validation problems are also trained on (humaneval:val is part of
+        humaneval:train, the default training set)."""
+        trained = {p.task_id for p in training}
+        shared = sum(p.task_id in trained for p in self.problems)
+        if shared:
+            self.emit(Log(level="warning", message=(
+                f"validation: {shared} of the {len(self.problems)} validation problems are "
+                f"also trained on: val/* does not measure held-out problems (train on "
+                f"{flag('problems')} humaneval:fit to hold humaneval:val out)")))
+
+    def __call__(self, step: int) -> dict[str, float]:
+        """Bench the agents as they are after `step`; the `val/*` metrics, or {} when a stop
+        request cut the evaluation short (then nothing of it is kept)."""
+        from coopcode.evaluation.bench import run_bench
+
+        config, trainer = self.config, self.trainer
+        folder = eval_dir(self.out, step)
+        shutil.rmtree(folder, ignore_errors=True)  # a killed attempt at this step: redo it whole
+        trainer.sync_sampler()  # a separate sampler (vLLM, servers) gets the step's weights
+        adapters = {role: (ADAPTER_OF_ROLE[role], f"{self.out / ADAPTER_OF_ROLE[role]}@step-{step}")
+                    for role in config.roles}
+        bench = bench_config(config, label=f"{self.out.name}@step-{step}")
+        self.emit(Log(message=f"validation at step {step}: {len(self.problems)} problems x "
+                              f"{bench.n} samples, {bench.schemes[0]} scheme"))
+        started = time.time()
+        python_rng = random.getstate()
+        import torch
+
+        # The bench seeds each sample itself; forking the RNGs keeps any draw it makes out of
+        # the training's, so a run trains the same with validation as without.
+        with torch.random.fork_rng():
+            summary = run_bench(bench, self.problems, trainer.engine, self.sandbox, folder,
+                                helper_adapter=adapters.get("helper"),
+                                main_adapter=adapters.get("main", adapters.get("single")),
+                                cancel=self.cancel)
+        random.setstate(python_rng)
+        seconds = time.time() - started
+        complete = bool(summary.rows) and summary.meta.get("complete", False)
+        if self.cancel.is_set() or not complete:
+            shutil.rmtree(folder, ignore_errors=True)
+            self.emit(Log(message=f"validation at step {step} stopped before the end: not "
+                                  "recorded"))
+            return {}
+        figures = val_metrics(summary.rows[0])
+        shown = ", ".join(f"{k.split('/', 1)[1]} {v:.3f}" for k, v in figures.items())
+        where = folder.relative_to(self.out)
+        self.emit(Log(message=f"validation at step {step}: {shown} ({seconds:.0f} s, {where}/)"))
+        return {**figures, "val/seconds": seconds}
