@@ -170,13 +170,18 @@ def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) 
     ax.set_title("pass rate, helper use and validation" if any(validated)
                  else "pass rate and helper use")
     ax = axes[1][0]
-    drawn = [curve(ax, f"coop/{p}", p) for p in PATTERNS]
+    # Who did the work (the headline measures) in bold, then the patterns' shapes.
+    headline = [curve(ax, f"coop/{key}", label, linewidth=2.5, color=colour)
+                for key, label, colour in (("own_work", "main's own work", "black"),
+                                           ("helper_solves", "helper alone solves", "red"))]
+    drawn = [curve(ax, f"coop/{p}", p, alpha=0.6 if any(headline) else 1.0) for p in PATTERNS]
     if not any(drawn):
         ax.text(0.5, 0.5, "no pattern metrics in this run\n(trained before they were logged)",
                 ha="center", va="center", transform=ax.transAxes, color="gray")
     ax.set_ylabel("share of joint actions")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("cooperation patterns")
+    ax.set_title("cooperation: own work, the helper alone, patterns" if any(headline)
+                 else "cooperation patterns")
     ax = axes[1][1]
     curve(ax, "loss", "total")
     for role in ("helper", "main"):

@@ -152,6 +152,9 @@ class TrainPrinter:
     """Human output: one line per step on stderr, checkpoints and the end."""
 
     KEYS = (("reward/mean", "reward {:.3f}"), ("reward/std", "±{:.3f}"), ("pass_rate", "pass {:.0%}"),
+            ("coop/own_work", "own work {:.0%}"), ("coop/helper_solves", "helper solves {:.0%}"),
+            ("alone/pass_rate", "main alone {:.0%}"),
+            ("val/pass@1", "val pass@1 {:.1%}"), ("val/own_work", "val own work {:.0%}"),
             ("loss", "loss {:+.3f}"), ("grad_norm", "|g| {:.2f}"), ("kl", "kl {:.4f}"),
             ("tokens_per_s", "{:.0f} tok/s"), ("step_seconds", "{:.1f} s"), ("peak_rss_mb", "peak {:.0f} MB"))
 
@@ -171,7 +174,8 @@ class TrainPrinter:
                                f"{event.total} steps -> {m.get('out')}", highlight=False)
         elif isinstance(event, ev.Metric):
             parts = [fmt.format(event.values[k]) for k, fmt in self.KEYS if k in event.values]
-            self.console.print(f"step {event.step}/{self.total}  " + "  ".join(parts), highlight=False)
+            where = "before training" if event.step == 0 else f"step {event.step}/{self.total}"
+            self.console.print(f"{where}  " + "  ".join(parts), highlight=False)
         elif isinstance(event, ev.Log):
             if event.level == "warning":
                 self.console.print(f"[yellow]warning:[/] {event.message}", highlight=False,

@@ -105,6 +105,34 @@ def test_mean_reduction_divides_by_the_completion_length(make_engine: Any, tiny_
             torch.testing.assert_close(b, a / 4, rtol=1e-3, atol=1e-6)
 
 
+def test_token_level_loss_divides_by_the_groups_tokens(make_engine: Any, tiny_model_dir: Path) -> None:
+    """Dr. GRPO / DAPO: the summed log-probs over every completion's tokens, divided by all
+    the agent's tokens (here 4 + 3), not by the number of completions (2)."""
+    per_sample = _trainer(make_engine, tiny_model_dir)
+    per_token = _trainer(make_engine, tiny_model_dir, token_level_loss=True)
+    for t in (per_sample, per_token):
+        t.accumulate("main", [_samples(t, [1.0, -1.0])])
+    for a, b in zip(_grads(per_sample), _grads(per_token)):
+        if a is not None:
+            torch.testing.assert_close(b, a * 2 / 7, rtol=1e-2, atol=2e-6)
+
+
+def test_groups_whose_rewards_do_not_vary_can_be_dropped(make_engine: Any, tiny_model_dir: Path) -> None:
+    """By default a constant group still counts in the normaliser (the paper's); dropped, it
+    does not, and the update is that of the varying group alone."""
+    kept = _trainer(make_engine, tiny_model_dir)
+    dropped = _trainer(make_engine, tiny_model_dir, drop_constant_groups=True)
+    alone = _trainer(make_engine, tiny_model_dir)
+    for t in (kept, dropped):
+        stats = t.accumulate("main", [_samples(t, [1.0, -1.0]), _samples(t, [0.0, 0.0])])
+    assert stats["main/dropped_groups"] == 1.0
+    alone.accumulate("main", [_samples(alone, [1.0, -1.0])])
+    for k, d, a in zip(_grads(kept), _grads(dropped), _grads(alone)):
+        if a is not None:
+            torch.testing.assert_close(d, a, rtol=1e-4, atol=1e-7)
+            torch.testing.assert_close(k, a / 2, rtol=1e-3, atol=1e-7)
+
+
 def test_kl_to_the_base_is_zero_for_a_fresh_adapter_and_grows_after_updates(
         make_engine: Any, tiny_model_dir: Path) -> None:
     trainer = _trainer(make_engine, tiny_model_dir, kl_coef=0.1, learning_rate=5e-2)
