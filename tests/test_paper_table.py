@@ -217,3 +217,25 @@ def test_bad_input_is_one_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
     assert_refused(coopcode("paper-table", "--rows", "magrpo-coop", "--no-train", "--adapter",
                             f"magrpo-coop={tmp_path / 'absent'}", "--out", str(tmp_path / "t"),
                             env=cli_env), "not trained to the end")
+
+
+def test_every_committed_row_is_recomputed_from_its_committed_samples() -> None:
+    """docs/coop/samples/<row>/: each row's bench samples (gzipped) and meta.json. Every
+    figure of the row's summary (pass@k and intervals, per problem, what the samples are,
+    the cooperation rates and patterns) comes back from them: a claim about the samples can
+    be checked again from committed files."""
+    from coopcode.evaluation.compare import summarize_folder
+
+    summaries = pt.read_summaries(COOP / pt.SUMMARIES)
+    for key, summary in summaries.items():
+        folder = COOP / pt.SAMPLES / key
+        assert (folder / "samples.jsonl.gz").exists(), f"{key}: no committed samples"
+        row = pt._method_row(summary, key)
+        again = pt._method_row(summarize_folder(folder).to_dict(), key)
+        assert row is not None and again is not None
+        for field in ("problems", "samples", "per_problem", "cooperation", "mean_tokens",
+                      "runnable_rate", "main_calls_helper_rate", "own_work_rate",
+                      "helper_solves_rate", "uses_helper_rate", "shell_rate",
+                      *(f"{m}@{k}{tail}" for m in ("pass", "acc") for k in (1, 3, 5, 10)
+                        for tail in ("", "_ci", "_se"))):
+            assert again.get(field) == row.get(field), (key, field)

@@ -156,3 +156,33 @@ def test_counterfactual_credit_pays_the_helper_its_contribution(
     # what main alone scores moves every helper's reward by the same amount, not the ordering
     gaps = [a.agent_rewards["helper"] - a.reward.total for a in node.actions]
     assert max(gaps) == pytest.approx(min(gaps))
+
+
+def test_bench_and_training_judge_a_sample_alike(process_sandbox: object) -> None:
+    """One judging path: the verdict, cooperation and reward a training rollout gives a joint
+    action are the ones the bench (and solve) gives the same code."""
+    from coopcode.collaboration.attempts import Attempt
+    from coopcode.collaboration.code import combine
+    from coopcode.collaboration.solve import final_jobs, score
+    from coopcode.rewards import resolve_reward
+    from coopcode.train.rollout import ExecutionScorer
+    from coopcode.train.tree import JointAction, Node, Sample
+
+    for helper, main in ((STEP_HELPER, SPLIT_MAIN), (SOLVING_HELPER, WRAPPER),
+                         (SOLVING_HELPER, BROKEN_SHELL)):
+        program = combine(BRACKETS.prompt, BRACKETS.entry_point, helper, main)
+        attempt = Attempt(BRACKETS.task_id, 0, "sequential", helper_code=helper, main_code=main,
+                          program=program)
+        score(attempt, process_sandbox.run_many(final_jobs(BRACKETS, attempt, 5.0)),  # type: ignore[attr-defined]
+              BRACKETS, "credit")
+        node = Node(turn=1, samples={"helper": [Sample("helper", 0, code=helper)],
+                                     "main": [Sample("main", 0, code=main)]})
+        action = JointAction({"helper": 0, "main": 0}, program=program.text)
+        scorer = ExecutionScorer(process_sandbox, resolve_reward("credit", "sequential"))  # type: ignore[arg-type]
+        (scored,) = scorer([(BRACKETS, action, node)])
+        def outcome(v: Any) -> tuple[Any, ...]:  # what was found, not how long it took
+            return v.status, v.n_passed, v.n_tests, tuple(t.status for t in v.tests)
+
+        assert outcome(scored.verdict) == outcome(attempt.verdict)
+        assert scored.cooperation == attempt.cooperation
+        assert scored.reward == attempt.reward

@@ -16,6 +16,7 @@ common are refused.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -75,9 +76,17 @@ class Run:
                 "cooperation": pattern_rates(self.patterns) if has_helper(self.scheme) else {}}
 
 
+def samples_file(folder: Path) -> Path:
+    """A run's samples: samples.jsonl, or samples.jsonl.gz as committed copies keep them."""
+    plain = folder / "samples.jsonl"
+    packed = folder / "samples.jsonl.gz"
+    return packed if packed.exists() and not plain.exists() else plain
+
+
 def _read_records(path: Path) -> list[dict[str, Any]]:
     records = []
-    with open(path, encoding="utf-8", errors="replace") as f:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
         for line in f:
             try:
                 record = json.loads(line)
@@ -104,7 +113,7 @@ def load_runs(spec: str, n: int | None = None) -> list[Run]:
         raise UserError(f"{folder}: no such folder (a `coopcode bench --out` folder)")
     if not folder.is_dir():
         raise UserError(f"{folder}: a file, where a bench results folder is expected")
-    samples = folder / "samples.jsonl"
+    samples = samples_file(folder)
     if not samples.exists():
         raise UserError(f"{folder}: no samples.jsonl: not a bench results folder "
                         "(`coopcode bench --out FOLDER` writes one)")
@@ -171,7 +180,7 @@ def summarize_folder(folder: Path) -> Any:
     kwargs["ks"] = tuple(runs[0].ks) or (1,)
     bench_config = BenchConfig(**kwargs)
     task_ids = runs[0].meta.get("task_ids") or sorted({t for r in runs for t in r.passed})
-    summary = summarize(_read_records(folder / "samples.jsonl"), bench_config, list(task_ids),
+    summary = summarize(_read_records(samples_file(folder)), bench_config, list(task_ids),
                         bench_config.label)
     summary.meta = {"model": runs[0].meta.get("model"), "n": runs[0].n,
                     "temperature": runs[0].identity.get("temperature", config.get("temperature")),

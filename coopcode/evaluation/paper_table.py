@@ -371,6 +371,28 @@ def summary_of_run(folder: Path, adapters: Mapping[str, str] | None = None) -> d
     return summary
 
 
+SAMPLES = "samples"  # <out>/samples/<row>/: each row's samples (gzipped) and meta.json
+
+
+def keep_samples(out: Path, key: str, summary: Mapping[str, Any]) -> None:
+    """A row's samples beside its summary, `<out>/samples/<row>/samples.jsonl.gz` and its
+    meta.json, copied from the bench folder the summary was computed from (a table rebuilt
+    from summaries alone keeps the copies it has): every figure of the row can then be
+    recomputed from committed files (`coopcode.evaluation.compare.summarize_folder`)."""
+    folder = (summary.get("meta") or {}).get("folder")
+    if not folder or not (Path(folder) / "samples.jsonl").exists():
+        return
+    import gzip
+    import shutil
+
+    dest = out / SAMPLES / key
+    dest.mkdir(parents=True, exist_ok=True)
+    with open(Path(folder) / "samples.jsonl", "rb") as src, \
+            gzip.GzipFile(dest / "samples.jsonl.gz", "wb", compresslevel=9, mtime=0) as gz:
+        shutil.copyfileobj(src, gz)
+    shutil.copyfile(Path(folder) / "meta.json", dest / "meta.json")
+
+
 def write_table(out: Path, summaries: Mapping[str, Mapping[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
     """table.md, table.json, table.png and summaries/<row>.json into `out`."""
     from coopcode.evaluation import plots
@@ -386,6 +408,8 @@ def write_table(out: Path, summaries: Mapping[str, Mapping[str, Any]], ks: Seque
             path.write_text(json.dumps(summaries[spec.key], indent=1, default=str) + "\n")
         else:
             path.unlink(missing_ok=True)  # a row no longer in the table
+    for key, summary in summaries.items():
+        keep_samples(out, key, summary)
     (out / "table.json").write_text(json.dumps(table, indent=2) + "\n")
     text = render_markdown(table)
     drawn = [e for e in table["rows"] if e["run"]]
