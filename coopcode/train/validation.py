@@ -3,8 +3,8 @@
 With `eval_every` N, the run benches its agents at step 0 (before any update), after every
 N-th step and after the last one, through `coopcode.evaluation.bench.run_bench` on the
 training's own engine (the adapters in it, no copy): the bench's prompts, scheduler and
-sandbox, `eval_n` samples per problem at the bench's temperature, the training's token budget,
-top-p and turns, and the run's seed as the bench seed, so every evaluation draws the same
+sandbox, `eval_n` samples per problem at the bench's temperature and top-p, the training's
+token budget and turns, and the run's seed as the bench seed, so every evaluation draws the same
 random numbers and the curve compares like with like. Each evaluation is a bench folder,
 `RUN/validation/step-NNNNNN/` (samples.jsonl, summary.json, report.md), so the figures can be
 recomputed from what a run keeps; they go into that step's metrics.jsonl record as `val/*`.
@@ -77,8 +77,9 @@ def load_eval_problems(config: TrainConfig) -> list[Problem]:
 
 def bench_config(config: TrainConfig, label: str) -> BenchConfig:
     """The bench one evaluation runs: the run's scheme, budget and seed; the bench's
-    temperature (its default, 0.8: the figures compare with `coopcode bench`'s)."""
-    return BenchConfig(ks=(1,), n=config.eval_n, top_p=config.top_p,
+    temperature and top-p (its defaults, 0.8 and 0.95, whatever the run samples with: runs
+    of different recipes are evaluated alike, and the figures compare with `coopcode bench`'s)."""
+    return BenchConfig(ks=(1,), n=config.eval_n,
                        problems=config.eval_problems, schemes=(config.collab_scheme,),
                        max_new_tokens=config.max_new_tokens, seed=config.seed,
                        turns=config.turns, timeout=config.timeout, label=label,

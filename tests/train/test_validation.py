@@ -55,6 +55,7 @@ def validated_run(tiny_model_dir: Path,
     out = tmp_path_factory.mktemp("runs") / "validated"
     first = coopcode("train", "--model", str(tiny_model_dir), "--algo", "magrpo", "--steps", "3",
                      "--eval-every", "2", "--save-every", "2", "--problems", "humaneval:val",
+                     "--top-p", "0.6",  # trains with it; evaluates as the bench does (0.95)
                      *SMALL, "--out", str(out), "--events", "jsonl", timeout=600)
     assert first.returncode == 0, first.stderr
     second = coopcode("train", "--resume", "--out", str(out), "--steps", "4", "--eval-every", "3",
@@ -111,6 +112,7 @@ def test_each_evaluation_is_a_bench_folder_of_the_runs_scheme_seed_and_budget(
         assert records[step]["val/pass@1"] == sum(s["passed"] for s in samples) / len(samples)
         meta = json.loads((folder / "meta.json").read_text())
         assert meta["config"]["seed"] == 0 and meta["config"]["max_new_tokens"] == 4
+        # every recipe is evaluated alike: the bench's top-p, not the run's
         assert meta["config"]["top_p"] == 0.95 and meta["config"]["n"] == 2
 
 
