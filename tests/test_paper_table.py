@@ -4,6 +4,8 @@ command trains, benches, resumes and refuses through the real CLI (tiny model, r
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -67,8 +69,8 @@ def test_the_coop_table_is_what_its_summaries_give(cli_env: dict[str, str]) -> N
     for key in pt.SEED_ROWS:
         assert summaries[key] == json.loads((COMMITTED / pt.SUMMARIES / f"{key}.json").read_text())
     for key in summaries.keys() - set(pt.SEED_ROWS):  # each benched with its own adapters
-        assert summaries[key]["meta"]["adapters"] == {
-            role: f"{pt.default_adapter_run(key, None)}/{role}" for role in ("helper", "main")}
+        assert summaries[key]["meta"]["adapters"] == {  # a main alone: its pair's main
+            role: f"{pt.default_adapter_run(key, None)}/{role}" for role in pt.row(key).adapter_roles}
     done = coopcode("paper-table", "--from-summaries", str(COOP / pt.SUMMARIES), env=cli_env)
     assert done.returncode == 0, done.stderr
     assert (COOP / "table.md").read_text().startswith(done.stdout)
@@ -79,18 +81,23 @@ def test_the_coop_table_is_what_its_summaries_give(cli_env: dict[str, str]) -> N
     for key in ("magrpo-coop", "magrpo-coop-seed1"):  # the coop runs, paired with all four
         assert {(key, against) for against in ("pair", "grpo", "magrpo", "magrpo-seed1")} \
             <= compared
+    for key in ("magrpo-credit", "magrpo-credit-seed1"):  # the chosen recipe, with its main alone
+        assert {(key, against) for against in ("pair", "grpo", "magrpo", "magrpo-seed1",
+                                               "magrpo-coop", "magrpo-coop-seed1",
+                                               f"{key}-main")} <= compared
     # BENCHMARKS.md has every line of our rows (the table, the comparisons, what the samples
-    # are, the patterns); the README the coop rows of the main table.
+    # are, the patterns); the README the coop and credit rows of the main table.
     ours = [line for line in _table_lines(done.stdout)
-            if "seed 1" in line.split("|")[1] or "coop reward" in line.split("|")[1]]
-    assert len(ours) == 3 + 4 * 3 + 4 * (2 + 4 + 4) + 3 + 3
+            if any(word in line.split("|")[1] for word in ("seed 1", "coop reward", "credit reward"))]
+    assert {line.split("|")[1].strip() for line in ours} >= {
+        pt.row(key).method for key in summaries.keys() - set(pt.SEED_ROWS)}
     benchmarks = (REPO / "BENCHMARKS.md").read_text()
     for line in ours:
         assert line in benchmarks, line
     main_rows = _table_lines(done.stdout.split("\n\n")[0])
     readme = (REPO / "README.md").read_text()
     for line in main_rows:
-        if "coop reward" in line:
+        if "coop reward" in line or "credit reward" in line:
             assert line in readme, line
 
 
@@ -194,6 +201,17 @@ def test_the_whole_table_trains_benches_and_resumes(tiny_model_dir: Path, tmp_pa
     assert (tmp_path / "magrpo" / "metrics.jsonl").read_text() == metrics
     for key in pt.SEED_ROWS:
         assert (out / key / "samples.jsonl").read_text().count("\n") == 4
+    # One row benched again: the rows benched before stay in the table with their adapters.
+    adapters = {algo: json.loads((out / pt.SUMMARIES / f"{algo}.json").read_text())["meta"]["adapters"]
+                for algo in ("grpo", "magrpo")}
+    assert adapters == {algo: {role: str(tmp_path / algo / role) for role in roles}
+                        for algo, roles in (("grpo", ("main",)), ("magrpo", ("helper", "main")))}
+    one = coopcode(*args, "--rows", "single", env=cli_env, timeout=600)
+    assert one.returncode == 0, one.stderr[-3000:]
+    for algo in ("grpo", "magrpo"):
+        summary = json.loads((out / pt.SUMMARIES / f"{algo}.json").read_text())
+        assert summary["meta"]["adapters"] == adapters[algo]
+    assert json.loads((out / "table.json").read_text())["rows"] == table["rows"]
 
 
 def test_bad_input_is_one_line(tmp_path: Path, cli_env: dict[str, str]) -> None:
@@ -239,3 +257,18 @@ def test_every_committed_row_is_recomputed_from_its_committed_samples() -> None:
                       *(f"{m}@{k}{tail}" for m in ("pass", "acc") for k in (1, 3, 5, 10)
                         for tail in ("", "_ci", "_se"))):
             assert again.get(field) == row.get(field), (key, field)
+
+
+def test_where_the_passing_answers_came_from_is_what_the_committed_samples_give() -> None:
+    """BENCHMARKS' table of helper re-writes (docs/coop/transcribed.py) is what the committed
+    samples give, and it says what the write-up says of the seed-1 credit pair."""
+    printed = subprocess.run([sys.executable, str(COOP / "transcribed.py"), "--json"],
+                             capture_output=True, text=True, check=True).stdout
+    figures = {f["row"]: f for f in json.loads(printed)}
+    seed1 = figures["magrpo-credit-seed1"]
+    assert seed1["passed_solves"] == seed1["passed"] == 178  # every pass: the helper alone solves
+    table = subprocess.run([sys.executable, str(COOP / "transcribed.py")], capture_output=True,
+                           text=True, check=True).stdout
+    benchmarks = (REPO / "BENCHMARKS.md").read_text()
+    for line in table.splitlines():
+        assert line in benchmarks, line

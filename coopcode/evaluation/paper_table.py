@@ -374,7 +374,8 @@ def read_summaries(folder: Path) -> dict[str, dict[str, Any]]:
 
 def summary_of_run(folder: Path, adapters: Mapping[str, str] | None = None) -> dict[str, Any] | None:
     """A row's summary recomputed from its bench folder's samples (None: nothing complete),
-    with the bench's wall time and the adapters it used."""
+    with the bench's wall time and the adapters it used (`adapters`, or else the ones its
+    meta.json pinned: a row benched before keeps them when the table is rebuilt)."""
     from coopcode.evaluation.compare import summarize_folder
 
     if not (folder / "samples.jsonl").exists():
@@ -387,8 +388,12 @@ def summary_of_run(folder: Path, adapters: Mapping[str, str] | None = None) -> d
         meta = json.loads((folder / "meta.json").read_text())
     except (OSError, json.JSONDecodeError):
         meta = {}
+    if adapters is None:
+        identity = meta.get("identity") or {}
+        adapters = {role: identity[f"{role}_adapter"] for role in ("helper", "main")
+                    if identity.get(f"{role}_adapter")}
     summary["meta"].update(wall_seconds=meta.get("wall_seconds"),
-                           adapters=dict(adapters or {}) or None, folder=str(folder))
+                           adapters=dict(adapters) or None, folder=str(folder))
     return summary
 
 

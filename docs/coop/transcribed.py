@@ -1,0 +1,89 @@
+"""Where a pair's passing answers came from, from the committed samples: the table in
+BENCHMARKS.md ("The chosen recipe on the test split").
+
+    .venv/bin/python docs/coop/transcribed.py          # the markdown table
+
+For each pair row of docs/coop/samples/<row>/samples.jsonl.gz (40 test problems x 10):
+- "main re-writes the helper": main does not call the helper and one of main's function
+  bodies is a near copy of one of the helper's (difflib ratio >= 0.8 between the bodies as
+  `ast.unparse` prints them, docstrings dropped: formatting and comments do not count);
+- "the helper alone solves": the bench's `helper_solves` (the helper's code run against the
+  tests in the sandbox), read from the samples, not run again here;
+- the same two among the samples that pass.
+Nothing is executed: the code is only parsed.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROWS = ("pair", "magrpo", "magrpo-seed1", "magrpo-coop", "magrpo-coop-seed1", "magrpo-credit",
+        "magrpo-credit-seed1")
+NEAR_COPY = 0.8
+
+
+def bodies(code: str) -> list[str]:
+    """Each top-level function's body without its docstring, as ast.unparse prints it."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                body = body[1:]
+            out.append(ast.unparse(ast.Module(body=body, type_ignores=[])))
+    return out
+
+
+def rewrites_helper(sample: dict[str, Any]) -> bool:
+    if sample.get("main_calls_helper"):
+        return False
+    helper, main = bodies(sample.get("helper_code") or ""), bodies(sample.get("main_code") or "")
+    return any(difflib.SequenceMatcher(None, h, m).ratio() >= NEAR_COPY
+               for h in helper for m in main if h.strip() and m.strip())
+
+
+def row_figures(row: str) -> dict[str, Any]:
+    with gzip.open(HERE / "samples" / row / "samples.jsonl.gz", "rt") as f:
+        samples = [json.loads(line) for line in f if line.strip()]
+    passed = [s for s in samples if s["passed"]]
+
+    def solves(s: dict[str, Any]) -> bool:
+        return bool((s.get("cooperation") or {}).get("helper_solves"))
+
+    return {"row": row, "samples": len(samples), "passed": len(passed),
+            "rewrites": sum(map(rewrites_helper, samples)), "solves": sum(map(solves, samples)),
+            "passed_rewrites": sum(map(rewrites_helper, passed)),
+            "passed_solves": sum(map(solves, passed))}
+
+
+def markdown(figures: list[dict[str, Any]]) -> str:
+    lines = ["| Row | Samples passing | Main re-writes the helper (no call) | The helper alone solves | "
+             "Of the passing samples: main re-wrote the helper | Of the passing samples: the "
+             "helper alone solves |", "|---|---|---|---|---|---|"]
+    for f in figures:
+        n, p = f["samples"], f["passed"]
+        lines.append(f"| `{f['row']}` | {100 * p / n:.1f}% | {100 * f['rewrites'] / n:.1f}% | "
+                     f"{100 * f['solves'] / n:.1f}% | {f['passed_rewrites']} / {p} | "
+                     f"{f['passed_solves']} / {p} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    figures = [row_figures(row) for row in ROWS]
+    print(json.dumps(figures) if "--json" in sys.argv[1:] else markdown(figures), end="")
+
+
+if __name__ == "__main__":
+    main()
