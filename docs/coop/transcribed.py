@@ -20,6 +20,7 @@ import difflib
 import gzip
 import json
 import sys
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +69,19 @@ def row_figures(row: str) -> dict[str, Any]:
             "passed_solves": sum(map(solves, passed))}
 
 
+def percent(count: int, total: int) -> str:
+    """count/total in percent to one decimal, halves rounded up (as the table's rates are)."""
+    return f"{(Decimal(100 * count) / Decimal(total)).quantize(Decimal('0.1'), ROUND_HALF_UP)}%"
+
+
 def markdown(figures: list[dict[str, Any]]) -> str:
     lines = ["| Row | Samples passing | Main re-writes the helper (no call) | The helper alone solves | "
              "Of the passing samples: main re-wrote the helper | Of the passing samples: the "
              "helper alone solves |", "|---|---|---|---|---|---|"]
     for f in figures:
         n, p = f["samples"], f["passed"]
-        lines.append(f"| `{f['row']}` | {100 * p / n:.1f}% | {100 * f['rewrites'] / n:.1f}% | "
-                     f"{100 * f['solves'] / n:.1f}% | {f['passed_rewrites']} / {p} | "
+        lines.append(f"| `{f['row']}` | {percent(p, n)} | {percent(f['rewrites'], n)} | "
+                     f"{percent(f['solves'], n)} | {f['passed_rewrites']} / {p} | "
                      f"{f['passed_solves']} / {p} |")
     return "\n".join(lines) + "\n"
 
