@@ -12,7 +12,7 @@ from typing import Any
 
 from coopcode.collaboration.analysis import NO_HELPER, Cooperation
 from coopcode.collaboration.code import Program, defines
-from coopcode.rewards import RewardBreakdown
+from coopcode.collaboration.reward_terms import RewardBreakdown
 from sandbox import Verdict
 
 

@@ -11,7 +11,7 @@ refuses an unknown name in one line.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -22,61 +22,11 @@ from coopcode.collaboration.analysis import (
     analyse_cooperation,
     cooperation_of,
 )
+from coopcode.collaboration.reward_terms import RewardBreakdown
 from coopcode.collaboration.usage import HelperUse
 from coopcode.core.errors import UserError
+from coopcode.schemes import has_helper
 from sandbox import Verdict
-
-
-class RewardBreakdown(Mapping[str, float]):
-    """A reward's named terms (in the reward's order) and their total.
-
-    `RewardBreakdown(syntax=0.2, runs=0.3)`; read a term as `b["syntax"]` (a term a reward
-    does not have reads as absent: `b.get("runs", 0.0)`).
-    """
-
-    __slots__ = ("_terms",)
-
-    def __init__(self, terms: Mapping[str, float] | None = None, /, **more: float) -> None:
-        self._terms: dict[str, float] = {k: float(v) for k, v in {**(terms or {}), **more}.items()}
-        if "total" in self._terms:
-            raise ValueError("'total' is not a term: it is the sum of the terms")
-
-    def __getitem__(self, key: str) -> float:
-        return self._terms[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._terms)
-
-    def __len__(self) -> int:
-        return len(self._terms)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RewardBreakdown) and self._terms == other._terms
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._terms.items()))
-
-    def __repr__(self) -> str:
-        terms = ", ".join(f"{k}={v:g}" for k, v in self._terms.items())
-        return f"RewardBreakdown({terms}; total={self.total:g})"
-
-    @property
-    def terms(self) -> dict[str, float]:
-        return dict(self._terms)
-
-    @property
-    def total(self) -> float:
-        return round(sum(self._terms.values()), 6)
-
-    def to_dict(self) -> dict[str, float]:
-        """The terms and `total`: what results files record."""
-        return {**self._terms, "total": self.total}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RewardBreakdown:
-        """A breakdown from a recorded dict (its `total` is recomputed, not trusted)."""
-        return cls({k: float(v) for k, v in data.items()
-                    if k != "total" and isinstance(v, int | float)})
 
 
 @dataclass(frozen=True)
@@ -101,8 +51,6 @@ class RewardInput:
 
     @property
     def single(self) -> bool:
-        from coopcode.schemes import has_helper  # here: the schemes import the rewards
-
         return not has_helper(self.scheme)
 
     @classmethod
@@ -200,8 +148,6 @@ def get_reward(name: str, flag: str = "--reward") -> Reward:
 
 def default_reward_name(scheme: str) -> str:
     """The reward a run uses when none is named: the seed paper's for its number of agents."""
-    from coopcode.schemes import has_helper
-
     return "seed" if has_helper(scheme) else "seed-grpo"
 
 
