@@ -372,10 +372,10 @@ def read_summaries(folder: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def summary_of_run(folder: Path, adapters: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+def summary_of_run(folder: Path) -> dict[str, Any] | None:
     """A row's summary recomputed from its bench folder's samples (None: nothing complete),
-    with the bench's wall time and the adapters it used (`adapters`, or else the ones its
-    meta.json pinned: a row benched before keeps them when the table is rebuilt)."""
+    with the bench's wall time and the adapters its meta.json pinned (so a row benched
+    before keeps them when the table is rebuilt)."""
     from coopcode.evaluation.compare import summarize_folder
 
     if not (folder / "samples.jsonl").exists():
@@ -388,12 +388,11 @@ def summary_of_run(folder: Path, adapters: Mapping[str, str] | None = None) -> d
         meta = json.loads((folder / "meta.json").read_text())
     except (OSError, json.JSONDecodeError):
         meta = {}
-    if adapters is None:
-        identity = meta.get("identity") or {}
-        adapters = {role: identity[f"{role}_adapter"] for role in ("helper", "main")
-                    if identity.get(f"{role}_adapter")}
-    summary["meta"].update(wall_seconds=meta.get("wall_seconds"),
-                           adapters=dict(adapters) or None, folder=str(folder))
+    identity = meta.get("identity") or {}
+    adapters = {role: identity[f"{role}_adapter"] for role in ("helper", "main")
+                if identity.get(f"{role}_adapter")}
+    summary["meta"].update(wall_seconds=meta.get("wall_seconds"), adapters=adapters or None,
+                           folder=str(folder))
     return summary
 
 
@@ -519,7 +518,6 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
             state, line = adapter_state(run, row(key).adapter_roles)
             if state != "complete":  # stopped (Ctrl-C): rerunning the table resumes it
                 raise UserError(f"{line}; rerun `coopcode paper-table` to go on")
-    summaries: dict[str, dict[str, Any]] = {}
     problems = load_problems(bench_config.problems)
     engine = open_engine()
     with engine:
@@ -535,14 +533,11 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
             log(f"bench {spec.key}: {spec.method} -> {plan.out / spec.key}")
             run_bench(config, problems, engine, sandbox, plan.out / spec.key,
                       helper_adapter=names.get("helper"), main_adapter=names.get("main"), emit=emit)
-            summary = summary_of_run(plan.out / spec.key, adapters)
-            if summary is not None:
-                summaries[spec.key] = summary
-    for spec in ROWS:  # rows not asked for this time but benched before still count
-        if spec.key not in summaries and (plan.out / spec.key).is_dir():
-            summary = summary_of_run(plan.out / spec.key)
-            if summary is not None:
-                summaries[spec.key] = summary
+    summaries: dict[str, dict[str, Any]] = {}
+    for spec in ROWS:  # the rows benched now, and those benched before
+        summary = summary_of_run(plan.out / spec.key)
+        if summary is not None:
+            summaries[spec.key] = summary
     return write_table(plan.out, summaries, bench_config.ks)
 
 
