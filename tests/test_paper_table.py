@@ -3,6 +3,7 @@ command trains, benches, resumes and refuses through the real CLI (tiny model, r
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -267,8 +268,43 @@ def test_where_the_passing_answers_came_from_is_what_the_committed_samples_give(
     figures = {f["row"]: f for f in json.loads(printed)}
     seed1 = figures["magrpo-credit-seed1"]
     assert seed1["passed_solves"] == seed1["passed"] == 178  # every pass: the helper alone solves
+    assert figures["magrpo-credit"]["broken_by_helper"] == 36  # seed 0: the helper's text breaks it
+    # seed 1's one own-work sample: main's body is the helper's aux, copied
+    sys.path.insert(0, str(COOP))
+    try:
+        import transcribed
+    finally:
+        sys.path.remove(str(COOP))
+    with gzip.open(COOP / pt.SAMPLES / "magrpo-credit-seed1" / "samples.jsonl.gz", "rt") as f:
+        own = [json.loads(line) for line in f if '"own_work": true' in line]
+    assert [(s["task_id"], s["sample"]) for s in own] == [("HumanEval/119", 6)]
+    assert transcribed.bodies(own[0]["main_code"])[0] == transcribed.bodies(own[0]["helper_code"])[0]
     table = subprocess.run([sys.executable, str(COOP / "transcribed.py")], capture_output=True,
                            text=True, check=True).stdout
     benchmarks = (REPO / "BENCHMARKS.md").read_text()
     for line in table.splitlines():
         assert line in benchmarks, line
+
+
+@pytest.mark.parametrize("run", ["magrpo-credit-0.5b", "magrpo-credit-0.5b-seed1"])
+def test_the_credit_runs_figures_in_the_docs_are_their_metrics(run: str) -> None:
+    """checkpoints/README.md's validation table and BENCHMARKS' training figures for the
+    chosen recipe's final runs, recomputed from their committed metrics.jsonl."""
+    records = [json.loads(line) for line in
+               (REPO / "checkpoints" / run / "metrics.jsonl").read_text().splitlines()]
+    val = {r["step"]: r for r in records if "val/pass@1" in r}
+    assert sorted(val) == list(range(0, 61, 10))
+    steps = [r for r in records if r["step"] > 0]
+
+    def calls(first: int, last: int) -> str:
+        window = [r["main_calls_helper"] for r in steps if first <= r["step"] <= last]
+        return f"{100 * sum(window) / len(window):.1f}%"
+
+    line = (" | " + " / ".join(f"{100 * val[s]['val/pass@1']:.1f}" for s in sorted(val))
+            + f" | {100 * val[0]['val/own_work']:.1f}% -> {100 * val[60]['val/own_work']:.1f}%"
+            + f" | {100 * val[0]['val/helper_solves']:.1f}% -> {100 * val[60]['val/helper_solves']:.1f}%"
+            + f" | {calls(1, 10)} -> {calls(51, 60)} |")
+    readme = (REPO / "checkpoints" / "README.md").read_text()
+    assert f"| `{run}`" in readme and line in readme, line
+    # BENCHMARKS: no training sample did own work in steps 1-20 of either run
+    assert all(r["coop/own_work"] == 0 for r in steps if r["step"] <= 20)

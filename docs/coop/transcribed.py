@@ -9,7 +9,9 @@ For each pair row of docs/coop/samples/<row>/samples.jsonl.gz (40 test problems 
   `ast.unparse` prints them, docstrings dropped: formatting and comments do not count);
 - "the helper alone solves": the bench's `helper_solves` (the helper's code run against the
   tests in the sandbox), read from the samples, not run again here;
-- the same two among the samples that pass.
+- the same two among the samples that pass;
+- "does not parse for the helper's code": the combined program does not parse, and main's
+  code alone does.
 Nothing is executed: the code is only parsed.
 """
 
@@ -55,6 +57,18 @@ def rewrites_helper(sample: dict[str, Any]) -> bool:
                for h in helper for m in main if h.strip() and m.strip())
 
 
+def parses(code: str) -> bool:
+    try:
+        ast.parse(code)
+    except SyntaxError:
+        return False
+    return True
+
+
+def broken_by_helper(sample: dict[str, Any]) -> bool:
+    return not sample.get("syntax_ok", True) and parses(sample.get("main_code") or "")
+
+
 def row_figures(row: str) -> dict[str, Any]:
     with gzip.open(HERE / "samples" / row / "samples.jsonl.gz", "rt") as f:
         samples = [json.loads(line) for line in f if line.strip()]
@@ -66,7 +80,8 @@ def row_figures(row: str) -> dict[str, Any]:
     return {"row": row, "samples": len(samples), "passed": len(passed),
             "rewrites": sum(map(rewrites_helper, samples)), "solves": sum(map(solves, samples)),
             "passed_rewrites": sum(map(rewrites_helper, passed)),
-            "passed_solves": sum(map(solves, passed))}
+            "passed_solves": sum(map(solves, passed)),
+            "broken_by_helper": sum(map(broken_by_helper, samples))}
 
 
 def percent(count: int, total: int) -> str:
@@ -77,12 +92,12 @@ def percent(count: int, total: int) -> str:
 def markdown(figures: list[dict[str, Any]]) -> str:
     lines = ["| Row | Samples passing | Main re-writes the helper (no call) | The helper alone solves | "
              "Of the passing samples: main re-wrote the helper | Of the passing samples: the "
-             "helper alone solves |", "|---|---|---|---|---|---|"]
+             "helper alone solves | Does not parse for the helper's code |", "|---|---|---|---|---|---|---|"]
     for f in figures:
         n, p = f["samples"], f["passed"]
         lines.append(f"| `{f['row']}` | {percent(p, n)} | {percent(f['rewrites'], n)} | "
                      f"{percent(f['solves'], n)} | {f['passed_rewrites']} / {p} | "
-                     f"{f['passed_solves']} / {p} |")
+                     f"{f['passed_solves']} / {p} | {f['broken_by_helper']} / {n} |")
     return "\n".join(lines) + "\n"
 
 
