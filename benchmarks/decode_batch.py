@@ -50,10 +50,10 @@ def main() -> None:
     ap.add_argument("--model", default=None)
     args = ap.parse_args()
 
-    from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams
     from coopcode.engines.transformers_engine import TransformersEngine, without_copies
     from coopcode.problems import load_humaneval
+    from coopcode.schemes import prompts
 
     batches = [int(b) for b in args.batches.split(",")]
     engine = TransformersEngine(args.model, max_batch=max(batches))

@@ -63,10 +63,10 @@ def main() -> None:
     import torch
 
     import coopcode  # noqa: F401 - sets OMP_WAIT_POLICY before torch loads
-    from coopcode.collaboration import prompts
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.engines.weight_copies import WAYS
     from coopcode.problems import load_humaneval
+    from coopcode.schemes import prompts
 
     engine = TransformersEngine(None)
     names: list[str | None] = [None]

@@ -24,10 +24,10 @@ def main() -> None:
     ap.add_argument("--task", default="HumanEval/0")
     args = ap.parse_args()
 
-    from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval
+    from coopcode.schemes import prompts
 
     problem = next(p for p in load_humaneval("all") if p.task_id == args.task)
     engine = TransformersEngine(args.model)

@@ -24,9 +24,9 @@ def main() -> None:
     ap.add_argument("--alone", action="store_true", help="one prompt at a time (one-token forwards)")
     args = ap.parse_args()
 
-    from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams, load_engine
     from coopcode.problems import load_humaneval
+    from coopcode.schemes import prompts
 
     engine = load_engine(None, "transformers")
     texts = [prompts.chat(engine.render_chat, prompts.single_message(p)).text

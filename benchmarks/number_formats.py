@@ -121,9 +121,9 @@ def teacher_forced_logits(model: Any, ids: torch.Tensor) -> torch.Tensor:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from transformers import AutoTokenizer
 
-    from coopcode.collaboration import prompts
     from coopcode.models import resolve_model
     from coopcode.problems import load_humaneval
+    from coopcode.schemes import prompts
 
     path = str(resolve_model(args.model).path)
     tok = AutoTokenizer.from_pretrained(path)

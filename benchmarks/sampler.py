@@ -122,10 +122,10 @@ def ops_breakdown(rows: int, vocab: int, reps: int) -> None:
 
 def engine_rates(batches: list[int], steps: int) -> None:
     """Tokens/s of the engine's sampling with each sampler, interleaved, best of 3."""
-    from coopcode.collaboration import prompts
     from coopcode.engines import GenerationRequest, SamplingParams, batching
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval
+    from coopcode.schemes import prompts
 
     engine = TransformersEngine(None, max_batch=max(batches))
     prompt = prompts.chat(engine.render_chat,

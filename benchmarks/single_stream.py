@@ -74,11 +74,11 @@ def main() -> None:
     import torch
     from number_formats import bytes_per_token, read_bandwidth  # this folder is on sys.path
 
-    from coopcode.collaboration import prompts
     from coopcode.engines import cpu_threads
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.engines.weight_copies import WAYS
     from coopcode.problems import load_humaneval
+    from coopcode.schemes import prompts
 
     engine = TransformersEngine(None)
     adapters: list[str | None] = [None]

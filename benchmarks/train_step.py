@@ -88,9 +88,9 @@ def main() -> None:
 
     from peft import LoraConfig
 
-    from coopcode.collaboration import prompts
     from coopcode.engines.transformers_engine import TransformersEngine
     from coopcode.problems import load_humaneval
+    from coopcode.schemes import prompts
     from coopcode.train.metrics import peak_rss_mb
     from coopcode.train.policy import TransformersPolicy
 

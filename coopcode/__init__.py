@@ -26,9 +26,9 @@ _LAZY = {
     # engines and the agents on them
     "Engine": "coopcode.engines", "GenerationRequest": "coopcode.engines",
     "SamplingParams": "coopcode.engines", "ScriptedEngine": "coopcode.engines",
-    "load_engine": "coopcode.engines", "open_agents": "coopcode.core.runtime",
-    "Agents": "coopcode.core.runtime", "attach_adapters": "coopcode.core.runtime",
-    "resolve_adapter_path": "coopcode.core.runtime",
+    "load_engine": "coopcode.engines", "open_agents": "coopcode.engines.agents",
+    "Agents": "coopcode.engines.agents", "attach_adapters": "coopcode.engines.agents",
+    "resolve_adapter_path": "coopcode.engines.agents",
     # models
     "CATALOG": "coopcode.models.catalog", "DEFAULT_MODEL": "coopcode.models.catalog",
     "is_ready": "coopcode.models.embedded",
@@ -45,7 +45,7 @@ _LAZY = {
     "Scheduler": "coopcode.collaboration.scheduler",
     "SampleSpec": "coopcode.collaboration.scheduler",
     "sample_specs": "coopcode.collaboration.scheduler",
-    "Attempt": "coopcode.collaboration.attempts",
+    "Attempt": "coopcode.written.attempts",
     # jobs
     "solve": "coopcode.collaboration.solve", "SolveConfig": "coopcode.collaboration.solve",
     "SolveResult": "coopcode.collaboration.solve", "judge": "coopcode.collaboration.solve",
@@ -57,10 +57,10 @@ _LAZY = {
     # rewards
     "format_terms": "coopcode.rewards", "term_keys": "coopcode.rewards",
     # evaluation: intervals, paired comparisons, cooperation patterns
-    "classify_cooperation": "coopcode.collaboration.cooperation",
-    "describe_cooperation": "coopcode.collaboration.analysis",
-    "analyse_cooperation": "coopcode.collaboration.analysis",
-    "Cooperation": "coopcode.collaboration.analysis",
+    "classify_cooperation": "coopcode.written.cooperation",
+    "describe_cooperation": "coopcode.written.analysis",
+    "analyse_cooperation": "coopcode.written.analysis",
+    "Cooperation": "coopcode.written.analysis",
     "mean_interval": "coopcode.evaluation.stats", "paired_difference": "coopcode.evaluation.stats",
     "compare_runs": "coopcode.evaluation.compare", "load_run": "coopcode.evaluation.compare",
     "pair_up": "coopcode.evaluation.compare",

@@ -22,7 +22,8 @@ from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.errors import UserError
 from coopcode.engines.options import EngineConfig
 from coopcode.evaluation.bench_config import BenchConfig, BenchRun
-from coopcode.settings.commands import CompareConfig, EvaluateConfig, TableConfig
+from coopcode.evaluation.command_configs import CompareConfig, EvaluateConfig
+from coopcode.paper.config import TableConfig
 from coopcode.settings.common import (
     AdapterChoice,
     EventsOutput,
@@ -82,8 +83,9 @@ def solve(
 ) -> None:
     """Solve one problem with the helper and main agents; run the program against its tests."""
     from coopcode.collaboration.solve import solve as run_solve
-    from coopcode.core.runtime import open_agents, open_sandbox_for_cli
+    from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.display.render import LiveAgents, LogPrinter, print_solve
+    from coopcode.engines.agents import open_agents
     from coopcode.problems import load_humaneval, load_problem_file
 
     # Everything a user typed is checked before the model loads: bad input fails in
@@ -137,8 +139,9 @@ def bench(
     """pass@k and acc@k over a problem set, for each scheme, resumable via --out."""
     from coopcode.core.inputs import check_output_folder
     from coopcode.core.run_lock import RunLock
-    from coopcode.core.runtime import open_agents, open_sandbox_for_cli
+    from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.display.render import BenchProgress, LogPrinter, bench_table
+    from coopcode.engines.agents import open_agents
     from coopcode.evaluation.bench import run_bench
     from coopcode.problems import load_problems
     from coopcode.rewards import format_terms
@@ -196,7 +199,7 @@ def evaluate(
 ) -> None:
     """Score a samples file with our sandbox under a reward (cross-check with OpenAI's harness, or re-score a finished run)."""
     from coopcode.core.inputs import check_output_file
-    from coopcode.core.runtime import open_sandbox_for_cli
+    from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.display.render import LogPrinter
     from coopcode.evaluation.evaluate import check_samples_k, read_samples, score_samples
     from coopcode.problems import load_problems
@@ -282,7 +285,7 @@ def paper_table(
     in --out/<row> (resuming), compares each row with the single model, paired over problems.
     """
     from coopcode.core.inputs import check_output_folder
-    from coopcode.evaluation import paper_table as pt
+    from coopcode.paper import table as pt
 
     ks = list(config.ks)
     out_dir = None if config.out is None else Path(config.out)
@@ -314,7 +317,7 @@ def paper_table(
                         train=not config.no_train, train_steps=config.train_steps,
                         train_max_new_tokens=config.train_max_new_tokens)
     pt.check_plan(plan)  # refusals before anything loads
-    from coopcode.core.runtime import open_sandbox_for_cli
+    from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.display.render import LogPrinter
     from coopcode.engines import load_engine
     from coopcode.problems import load_problems

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.collaboration.code import combine, defines, extract_code, prompt_context
 from coopcode.problems import load_humaneval
+from coopcode.written.code import combine, defines, extract_code, prompt_context
 
 FIXTURES = Path(__file__).parent / "fixtures" / "model_outputs.jsonl"
 OUTPUTS = [json.loads(line) for line in FIXTURES.read_text().splitlines()]

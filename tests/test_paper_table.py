@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from coopcode.core.errors import UserError
-from coopcode.evaluation import paper_table as pt
+from coopcode.paper import table as pt
 from tests.cli_helpers import assert_one_line_error, assert_refused, coopcode
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from coopcode.collaboration.usage import analyse_use
 from coopcode.core.errors import UserError
 from coopcode.rewards import (
     REWARDS,
@@ -16,6 +15,7 @@ from coopcode.rewards import (
     magrpo_levels,
     resolve_reward,
 )
+from coopcode.written.usage import analyse_use
 from sandbox import TestRecord, Verdict
 
 

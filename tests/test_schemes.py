@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.collaboration.attempts import main_calls_helper, sample_seed
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.core.errors import UserError
 from coopcode.engines import GenerationRequest, SamplingParams, ScriptedEngine
 from coopcode.problems import load_problem_file
 from coopcode.schemes import SCHEMES, get_scheme
+from coopcode.written.attempts import main_calls_helper, sample_seed
 
 PROBLEM = load_problem_file(Path(__file__).resolve().parent.parent / "examples" / "below_zero.py")
 

@@ -1,5 +1,6 @@
-"""How two agents write one program: prompts, the scheduler that keeps many samples in
-flight through the schemes' steps (`scheduler`, `attempts`), the code each wrote and the
-program they make (`code`), the cooperation analysis (`cooperation`) and `solve`, one problem
-end to end. The schemes and the rewards are plug-in packages of their own
-(`coopcode.schemes`, `coopcode.rewards`)."""
+"""How two agents write one program and what it earns: the scheduler that keeps many samples
+in flight through the schemes' steps (`scheduler`), one judging path from a finished sample to
+its verdict, cooperation and reward (`judging`, with the helper's code run alone:
+`helper_alone`) and `solve`, one problem end to end (its settings in `solve_config`). What the
+agents wrote is described a floor below (`coopcode.written`); the schemes and the rewards are
+plug-in packages of their own (`coopcode.schemes`, `coopcode.rewards`)."""

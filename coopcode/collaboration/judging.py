@@ -5,7 +5,7 @@
    problem's hidden tests, then (for a scheme with a helper) the helper's code alone, each
    candidate function standing in for the entry point (`coopcode.collaboration.helper_alone`).
 2. `judgement(written, verdicts, reward)`: the program's verdict, the pair's cooperation
-   (`coopcode.collaboration.analysis`: own work from the syntax tree, `helper_solves` from
+   (`coopcode.written.analysis`: own work from the syntax tree, `helper_solves` from
    the helper-alone verdicts), and the reward of all that.
 `judge_all` does both for many samples with one batch of sandbox jobs. So a sample gets the
 same verdict, cooperation and reward whichever job produced it.
@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from coopcode.collaboration.analysis import NO_HELPER, Cooperation, analyse_cooperation
 from coopcode.collaboration.helper_alone import helper_alone_jobs, helper_solves
 from coopcode.problems import Problem
 from coopcode.rewards import Reward, RewardBreakdown, RewardInput, resolve_reward
 from coopcode.schemes import has_helper
+from coopcode.written.analysis import NO_HELPER, Cooperation, analyse_cooperation
 from sandbox import Job, Sandbox, Verdict
 
 

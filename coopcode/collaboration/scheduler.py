@@ -25,10 +25,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.collaboration.attempts import AgentOutput, Attempt, sample_seed
 from coopcode.engines import Completion, Engine, GenerationRequest, SamplingParams
 from coopcode.problems import Problem
 from coopcode.schemes import Ask, Check, PromptBook, SampleState, Scheme, SeedFn, sample_steps
+from coopcode.written.attempts import AgentOutput, Attempt, sample_seed
 from sandbox import Job, Sandbox, Verdict
 
 # (sample state, role, turn, text delta, tokens): code as it streams

@@ -11,8 +11,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.collaboration.attempts import Attempt
-from coopcode.collaboration.code import Program, syntax_check
 from coopcode.collaboration.judging import Written, judgement, sample_jobs
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.collaboration.solve_config import SolveConfig
@@ -29,6 +27,8 @@ from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.rewards import Reward, resolve_reward
 from coopcode.schemes import PromptBook, SampleState, get_scheme
+from coopcode.written.attempts import Attempt
+from coopcode.written.code import Program, syntax_check
 from sandbox import Job, Sandbox, Verdict
 
 

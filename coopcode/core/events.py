@@ -70,7 +70,7 @@ class VerdictReady(Event):
     scheme: str = ""
     verdict: dict[str, Any] = field(default_factory=dict)
     reward: dict[str, float] = field(default_factory=dict)
-    # a pair's {"patterns", "own_work", "helper_solves"} (coopcode.collaboration.analysis); None: one agent
+    # a pair's {"patterns", "own_work", "helper_solves"} (coopcode.written.analysis); None: one agent
     cooperation: dict[str, Any] | None = None
 
 

@@ -228,7 +228,7 @@ def bench_table(summary: dict[str, Any]) -> Table:
 
 def pattern_line(row: dict[str, Any]) -> str:
     """`own work 12% · helper alone solves 40% · patterns: decorator 80% · ...`: who did the
-    work (the headline rates, `coopcode.collaboration.analysis`), then the cooperation
+    work (the headline rates, `coopcode.written.analysis`), then the cooperation
     patterns, most common first."""
     head = []
     if row.get("own_work_rate") is not None:

@@ -22,9 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode import __version__
-from coopcode.collaboration import prompts
-from coopcode.collaboration.analysis import cooperation_of, cooperation_rates
-from coopcode.collaboration.cooperation import pattern_rates
+from coopcode.collaboration.sampling import sampling_params
 from coopcode.collaboration.scheduler import SampleSpec, Scheduler, sample_specs
 from coopcode.collaboration.solve import final_jobs, score
 from coopcode.core.errors import UserError
@@ -39,7 +37,7 @@ from coopcode.core.events import (
     ignore,
 )
 from coopcode.core.files import write_failure
-from coopcode.engines import Engine, SamplingParams
+from coopcode.engines import Engine
 from coopcode.evaluation import stats
 from coopcode.evaluation.at_k import (
     acc_at_k_by_problem,
@@ -52,7 +50,9 @@ from coopcode.evaluation.report import write_report
 from coopcode.evaluation.results import ResultsStore
 from coopcode.problems import Problem
 from coopcode.rewards import record_reward, resolve_reward
-from coopcode.schemes import SampleState, get_scheme, has_helper
+from coopcode.schemes import SampleState, get_scheme, has_helper, prompts
+from coopcode.written.analysis import cooperation_of, cooperation_rates
+from coopcode.written.cooperation import pattern_rates
 from sandbox import Job, Sandbox, Verdict
 
 
@@ -81,10 +81,10 @@ class BenchSummary:
     (`pass@k`, `acc@k`): `m_se` and `m_ci` (the standard error and 95% interval over
     problems, `coopcode.evaluation.stats`), `per_problem` (each problem's n, passed count and
     estimates, so anyone can recompute), `cooperation` (the share of samples carrying each
-    cooperation pattern, `coopcode.collaboration.cooperation`; empty for the single agent) and
+    cooperation pattern, `coopcode.written.cooperation`; empty for the single agent) and
     the headline cooperation rates `own_work_rate`, `helper_solves_rate` (over the samples
     whose helper was run alone), `uses_helper_rate` and `shell_rate`
-    (`coopcode.collaboration.analysis`; None for one agent).
+    (`coopcode.written.analysis`; None for one agent).
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -152,7 +152,7 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
         found = [cooperation_of(x) for x in flat] if has_helper(scheme) else []
         row["cooperation"] = pattern_rates([c.patterns for c in found]) if found else {}
         # The headline: does main do work of its own with the helper's answer, does the
-        # helper alone solve the task (coopcode.collaboration.analysis); None for one agent.
+        # helper alone solve the task (coopcode.written.analysis); None for one agent.
         rates = cooperation_rates(found)
         for name in ("own_work", "helper_solves", "uses_helper", "shell"):
             row[f"{name}_rate"] = rates[name]
@@ -163,7 +163,7 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
 
 def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: str | None,
                   main_path: str | None) -> dict[str, Any]:
-    from coopcode.collaboration.attempts import main_calls_helper
+    from coopcode.written.attempts import main_calls_helper
 
     d = attempt.to_dict()
     v = attempt.verdict
@@ -248,8 +248,7 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
          main_adapter: tuple[str, str] | None, emit: Emit, cancel: threading.Event | None,
          stream_tokens: bool, concurrency: int | None) -> BenchSummary:
     session_start = time.time()
-    params = SamplingParams(n=1, max_new_tokens=config.max_new_tokens,
-                            temperature=config.temperature, top_p=config.top_p, seed=config.seed)
+    params = sampling_params(config)
     helper_name, helper_path = helper_adapter or (None, None)
     main_name, main_path = main_adapter or (None, None)
     meta = _pin_meta(store, config, problems, engine, sandbox, helper_path, main_path)

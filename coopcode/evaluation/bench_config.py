@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from coopcode.core.inputs import MAX_TEMPERATURE, MAX_TIMEOUT
+from coopcode.collaboration.sampling import SampleSettings
 from coopcode.evaluation.at_k import check_k
 from coopcode.rewards import reward_names
-from coopcode.schemes import DEFAULT_SCHEME, SCHEMES, scheme_names
-from coopcode.settings.options import check_options, option
+from coopcode.schemes import DEFAULT_SCHEME, scheme_names
+from coopcode.settings.options import check_options, option, option_like
 
 DEFAULT_KS = (1, 3, 5, 10)
 
@@ -27,26 +27,23 @@ class BenchConfig:
 
     ks: tuple[int, ...] = option(DEFAULT_KS, "Comma-separated k values for pass@k and acc@k.",
                                  flags=("--k",), label="k", form=1)
-    n: int = option(10, "Samples per problem.", at_least=1, form=2)
-    temperature: float = option(0.8, "Sampling temperature; 0 is greedy.",
-                                within=f"[0, {MAX_TEMPERATURE:g}]", label="temp", form=3)
-    top_p: float = option(0.95, "Nucleus sampling.", within="(0, 1]")
+    n: int = option_like(SampleSettings, "n", form=2)
+    temperature: float = option_like(SampleSettings, "temperature", label="temp", form=3)
+    top_p: float = option_like(SampleSettings, "top_p")
     problems: str = option("humaneval:test", "humaneval[:train|test|val|fit|all], a .jsonl, a .py or a folder.")
-    schemes: tuple[str, ...] = option((DEFAULT_SCHEME,), f"Comma-separated schemes: {', '.join(SCHEMES)}.",
+    schemes: tuple[str, ...] = option((DEFAULT_SCHEME,), f"Comma-separated schemes: {', '.join(scheme_names())}.",
                                       flags=("--scheme",), choices=scheme_names, noun="scheme")
     limit: int | None = option(None, "Only the first N problems.", at_least=1, form=4)
     # 384: bodies are short once the signature is given
-    max_new_tokens: int = option(384, "Token budget per agent turn.", at_least=1, label="max tokens",
-                                 form=5)
-    seed: int = option(0, "Base seed: each sample's seed derives from it, the problem and the sample's index.")
-    turns: int = option(1, "Turns; later turns revise from feedback on the public examples.", at_least=1)
-    timeout: float = option(5.0, "CPU seconds per program in the sandbox.", within=f"(0, {MAX_TIMEOUT:g}]")
+    max_new_tokens: int = option_like(SampleSettings, "max_new_tokens", label="max tokens", form=5)
+    seed: int = option_like(SampleSettings, "seed")
+    turns: int = option_like(SampleSettings, "turns")
+    timeout: float = option_like(SampleSettings, "timeout")
     label: str = option("", "Method name in the table, before the scheme [default: the adapters' run].")
-    reward: str | None = option(
-        None, f"The reward recorded with each sample and averaged in the table: "
-        f"{', '.join(reward_names())} [default: seed-grpo for single, seed for the pairs]; "
-        "a finished run is scored again under another reward without sampling.",
-        choices=reward_names, noun="reward")
+    reward: str | None = option_like(
+        SampleSettings, "reward", help=f"The reward recorded with each sample and averaged in the "
+        f"table: {', '.join(reward_names())} [default: seed-grpo for single, seed for the pairs]; "
+        "a finished run is scored again under another reward without sampling.")
 
     def validate(self) -> None:
         """Raise UserError (one line naming the flag) for a value a user can get wrong."""

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coopcode.collaboration.cooperation import PATTERNS
 from coopcode.evaluation import stats
+from coopcode.written.cooperation import PATTERNS
 
 PASS_FIGURE = "pass_at_k.png"
 PATTERN_FIGURE = "patterns.png"
@@ -130,7 +130,7 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
     if patterns:
         lines += ["", "## Cooperation patterns", "",
                   "Share of samples whose (helper, main) pair carries each pattern "
-                  "(`coopcode.collaboration.cooperation` documents the rules; a program may carry several).",
+                  "(`coopcode.written.cooperation` documents the rules; a program may carry several).",
                   "", patterns]
     try:
         figures = write_figures(out, data)

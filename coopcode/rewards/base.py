@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from coopcode.collaboration.analysis import (
+from coopcode.core.errors import UserError
+from coopcode.schemes import has_helper
+from coopcode.written.analysis import (
     NO_HELPER,
     Cooperation,
     analyse_cooperation,
     cooperation_of,
 )
-from coopcode.collaboration.reward_terms import RewardBreakdown
-from coopcode.collaboration.usage import HelperUse
-from coopcode.core.errors import UserError
-from coopcode.schemes import has_helper
+from coopcode.written.reward_terms import RewardBreakdown
+from coopcode.written.usage import HelperUse
 from sandbox import Verdict
 
 
@@ -70,7 +70,7 @@ class RewardInput:
 
     @cached_property
     def cooperation(self) -> Cooperation:
-        """How the pair cooperated (`coopcode.collaboration.analysis.Cooperation`)."""
+        """How the pair cooperated (`coopcode.written.analysis.Cooperation`)."""
         if self.analysis is not None:
             return self.analysis
         if self.single:
@@ -84,7 +84,7 @@ class RewardInput:
 
     @property
     def patterns(self) -> tuple[str, ...]:
-        """The pair's cooperation patterns (`coopcode.collaboration.cooperation`)."""
+        """The pair's cooperation patterns (`coopcode.written.cooperation`)."""
         return self.cooperation.patterns
 
 

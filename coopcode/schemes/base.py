@@ -17,11 +17,11 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from coopcode.collaboration import prompts
-from coopcode.collaboration.attempts import AgentOutput, Attempt, feedback_text
-from coopcode.collaboration.code import combine
 from coopcode.problems import Problem
+from coopcode.schemes import prompts
 from coopcode.schemes.prompting import PromptBook
+from coopcode.written.attempts import AgentOutput, Attempt, feedback_text
+from coopcode.written.code import combine
 from sandbox import Job, Verdict
 
 DISCUSS_NOTE = "Your teammate's code is shown above; make the two fit together."

@@ -2,16 +2,16 @@
 
 Chat (instruct) models get chat prompts whose answer is pre-filled with a code fence and the
 start of the code (`def aux(`, the entry point's signature); base models get HumanEval-style
-completion prompts. The texts themselves live in `coopcode.collaboration.prompts` (whose source is hashed
+completion prompts. The texts themselves live in `coopcode.schemes.prompts` (whose source is hashed
 into every result, so results made with other prompts are never mixed).
 """
 
 from __future__ import annotations
 
-from coopcode.collaboration import prompts
-from coopcode.collaboration.code import extract_code, prompt_context
 from coopcode.engines import Engine
 from coopcode.problems import Problem
+from coopcode.schemes import prompts
+from coopcode.written.code import extract_code, prompt_context
 
 
 class PromptBook:

@@ -80,7 +80,7 @@ def train_command(
 
     from coopcode.core.events import JsonlWriter
     from coopcode.core.inputs import check_run_name
-    from coopcode.core.runtime import resolve_adapter_path
+    from coopcode.engines.agents import resolve_adapter_path
 
     out_dir = None if where.out is None else Path(where.out)
     run, resume, threads = where.run, where.resume, where.threads
@@ -116,7 +116,7 @@ def train_command(
 
 def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], backend: str,
          emit: Any, cancel: Any) -> Any:
-    from coopcode.core.runtime import open_sandbox_for_cli
+    from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.train.run import train
 
     def warn(message: str) -> None:

@@ -24,10 +24,10 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from coopcode.collaboration.sampling import SampleSettings
 from coopcode.core.errors import UserError
 from coopcode.core.inputs import MAX_TEMPERATURE, check_server_urls
 from coopcode.engines.registry import engine_kind, rollout_engine_names
-from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.rewards import CREDITS, reward_names
 from coopcode.settings.common import ModelChoice
 from coopcode.settings.options import check_options, option, option_like, option_named
@@ -65,15 +65,16 @@ class TrainConfig:
                              label="G", form=2)
     max_new_tokens: int = option(256, "Token budget per agent completion.", at_least=1,
                                  label="max tokens", form=7)
-    temperature: float = option(0.8, "Sampling temperature (log-probs are taken at the same temperature).",
-                                within=f"(0, {MAX_TEMPERATURE:g}]",
+    temperature: float = option_like(SampleSettings, "temperature",
+                                     help="Sampling temperature (log-probs are taken at the same temperature).",
+                                     within=f"(0, {MAX_TEMPERATURE:g}]",
                                 why="greedy samples give the group no spread to learn from")
-    top_p: float = option_like(BenchConfig, "top_p")
+    top_p: float = option_like(SampleSettings, "top_p")
     turns: int = option(1, "Turns H; later turns revise from feedback on the public examples.",
                         at_least=1, form=3)
     gamma: float = option(0.9, "Discount of later turns' returns (multi-turn).", within="[0, 1]")
     early_stop_reward: float | None = option(None, "Multi-turn: a node whose mean reward reaches this gets no revision turn.")
-    timeout: float = option_like(BenchConfig, "timeout")
+    timeout: float = option_like(SampleSettings, "timeout")
 
     # -- the update ------------------------------------------------------------------------
     learning_rate: float = option(5e-5, "AdamW learning rate for the LoRA weights.", flags=("--lr",),

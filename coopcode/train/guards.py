@@ -6,7 +6,7 @@ Five failures that a rising reward hides (the first four seen in committed runs)
   (One agent does the work, the other's output is unused.)
 - `trivial-main`: the mirror: main became a shell around the helper. The share of joint
   actions where main uses the helper but does no work of its own with its answer
-  (`coop/shell`, `coopcode.collaboration.own_work`) reached half in the last window, at
+  (`coop/shell`, `coopcode.written.own_work`) reached half in the last window, at
   least twice its first window's; the message adds how often the helper alone solved the
   task there (`coop/helper_solves`).
 - `length-collapse`: an agent's code shrank to at most half its first window's size: lines

@@ -26,10 +26,6 @@ from typing import Any
 
 import torch
 
-from coopcode.collaboration.analysis import analyse_cooperation, cooperation_rates
-from coopcode.collaboration.attempts import main_calls_helper
-from coopcode.collaboration.code import code_lines
-from coopcode.collaboration.cooperation import pattern_rates
 from coopcode.core.errors import UserError
 from coopcode.problems import Problem
 from coopcode.rewards import resolve_reward
@@ -53,6 +49,10 @@ from coopcode.train.tree import (
     mean,
     reward_levels,
 )
+from coopcode.written.analysis import analyse_cooperation, cooperation_rates
+from coopcode.written.attempts import main_calls_helper
+from coopcode.written.code import code_lines
+from coopcode.written.cooperation import pattern_rates
 from sandbox import Sandbox
 
 

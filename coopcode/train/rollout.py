@@ -27,17 +27,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from coopcode.collaboration.analysis import Cooperation
-from coopcode.collaboration.attempts import Attempt, feedback_text, sample_seed
-from coopcode.collaboration.code import combine
 from coopcode.collaboration.judging import Written, judge_all
+from coopcode.collaboration.sampling import sampling_params
 from coopcode.collaboration.scheduler import SampleSpec, Scheduler
-from coopcode.engines import Engine, SamplingParams
+from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.rewards import Reward, RewardBreakdown
 from coopcode.schemes import PromptBook, SampleState, get_scheme
 from coopcode.train.config import TrainConfig
 from coopcode.train.tree import JointAction, Node, Sample, aligned_members, cross_members, mean
+from coopcode.written.analysis import Cooperation
+from coopcode.written.attempts import Attempt, feedback_text, sample_seed
+from coopcode.written.code import combine
 from sandbox import Job, Sandbox, Verdict
 
 ADAPTER_OF_ROLE = {"helper": "helper", "main": "main", "single": "main"}
@@ -149,8 +150,7 @@ class RolloutBuilder:
         self.cancel = cancel or threading.Event()
         self.roles = config.roles
         self.scheme = get_scheme(config.collab_scheme)
-        self.params = SamplingParams(max_new_tokens=config.max_new_tokens,
-                                     temperature=config.temperature, top_p=config.top_p)
+        self.params = sampling_params(config)
         self.book = PromptBook(engine)
         self.scheduler = Scheduler(engine, sandbox, concurrency=concurrency, cancel=self.cancel,
                                    feedback_timeout=config.timeout)

@@ -49,7 +49,7 @@ class JointAction:
     reward: RewardBreakdown | None = None
     passed: bool = False
     feedback: str = ""  # public-example feedback shown to the agents in the child node
-    cooperation: Any = None  # how the pair cooperated (coopcode.collaboration.analysis)
+    cooperation: Any = None  # how the pair cooperated (coopcode.written.analysis)
     # Per-agent credit: role -> that agent's reward (empty: every agent gets the joint reward)
     agent_rewards: dict[str, float] = field(default_factory=dict)
     alone: Any = None  # counterfactual credit: main's own answer without the helper (`Alone`)

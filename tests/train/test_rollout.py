@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from coopcode.collaboration.code import prompt_context
 from coopcode.problems import load_problems
 from coopcode.train.config import TrainConfig
 from coopcode.train.magrpo import MAGRPOTrainer
 from coopcode.train.rollout import output_scorer
+from coopcode.written.code import prompt_context
 
 
 def _trainer(make_engine: Any, model_dir: Path, sandbox: Any = None, **kw: Any) -> Any:

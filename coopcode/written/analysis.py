@@ -4,14 +4,14 @@
 `Cooperation`: the two headline measures, and what the TUI's line and the patterns say.
 
 - `own_work`: main does work of its own with the helper's answer, from the syntax tree
-  (`coopcode.collaboration.own_work` has the definition and its examples).
+  (`coopcode.written.own_work` has the definition and its examples).
 - `helper_solves`: the helper's code alone passes the problem's tests, one of its functions
   standing in for the entry point (run in the sandbox: `coopcode.collaboration.helper_alone`;
   None where it was not run). The helper then did the whole task, whatever main adds.
-- `patterns`: the cooperation patterns (`coopcode.collaboration.cooperation`), the shape of
+- `patterns`: the cooperation patterns (`coopcode.written.cooperation`), the shape of
   main's code around the helper.
 - `use`: which helper functions are live and whether main uses one
-  (`coopcode.collaboration.usage`).
+  (`coopcode.written.usage`).
 
 The bench's summaries, `evaluate`, the rewards, training's metrics and guards, and the TUI
 all read these, so a figure means the same thing wherever it is shown. A recorded sample
@@ -26,9 +26,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.collaboration.cooperation import classify_cooperation, top_functions
-from coopcode.collaboration.own_work import own_work
-from coopcode.collaboration.usage import HelperUse, analyse_use
+from coopcode.written.cooperation import classify_cooperation, top_functions
+from coopcode.written.own_work import own_work
+from coopcode.written.usage import HelperUse, analyse_use
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp,
           ast.DictComp)

@@ -1,4 +1,6 @@
-"""Assembling what a command needs: an engine with the agents' adapters, and a sandbox."""
+"""The agents on an engine: the base model loaded once, each agent's adapter on it by its role's
+name (`open_agents`, `attach_adapters`), and where an adapter argument points
+(`resolve_adapter_path`)."""
 
 from __future__ import annotations
 
@@ -94,12 +96,3 @@ def attach_adapters(engine: Engine, helper_adapter: str | None, main_adapter: st
             engine.load_adapter(role, path)
             setattr(agents, f"{role}_adapter", (role, path))
     return agents
-
-
-def open_sandbox_for_cli(backend: str, warn: Callable[[str], None]) -> Any:
-    from sandbox import SandboxUnavailable, open_sandbox
-
-    try:
-        return open_sandbox(backend=backend, warn=warn)
-    except SandboxUnavailable as e:
-        raise UserError(str(e)) from None

@@ -8,7 +8,7 @@ answer: the entry point and main's own functions it calls.
 
 Words used below:
 - the *helper's answer*: the value of a call of a live helper function (not trivial, not
-  written again by main; `coopcode.collaboration.usage`) that main uses, a name that holds
+  written again by main; `coopcode.written.usage`) that main uses, a name that holds
   one (`r = aux(xs)`, `for b in aux(ops)`), or a helper handed over as a function. Main's own
   functions that use the helper count as the helper here.
 - main's *own inputs*: its parameters, and names it computed from them without the helper
@@ -47,8 +47,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Iterator
 
-from coopcode.collaboration.cooperation import main_scope, parse_or_none, top_functions
-from coopcode.collaboration.usage import analyse_use
+from coopcode.written.cooperation import main_scope, parse_or_none, top_functions
+from coopcode.written.usage import analyse_use
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)

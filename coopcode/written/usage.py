@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from coopcode.collaboration.cooperation import main_scope, parse_or_none, top_functions
+from coopcode.written.cooperation import main_scope, parse_or_none, top_functions
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

@@ -10,9 +10,9 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from coopcode.collaboration.analysis import NO_HELPER, Cooperation
-from coopcode.collaboration.code import Program, defines
-from coopcode.collaboration.reward_terms import RewardBreakdown
+from coopcode.written.analysis import NO_HELPER, Cooperation
+from coopcode.written.code import Program, defines
+from coopcode.written.reward_terms import RewardBreakdown
 from sandbox import Verdict
 
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coopcode.collaboration.cooperation import PATTERNS
 from coopcode.core.errors import UserError
 from coopcode.core.run_lock import LOCK_FILE, RunLock
 from coopcode.evaluation import stats
 from coopcode.schemes import has_helper
+from coopcode.written.cooperation import PATTERNS
 
 SUMMARIES = "summaries"  # <out>/summaries/<row>.json: what the table was built from
 
@@ -190,7 +190,7 @@ OTHER_COMPARISONS = (
 # What a row's samples look like, from its summary: how long, how often they run, how often
 # main calls the helper (a trained row that wins by writing shorter code shows here), and who
 # did the work: main does work of its own with the helper's answer, the helper's code alone
-# solves the task (coopcode.collaboration.analysis; summaries from before a rate show "—";
+# solves the task (coopcode.written.analysis; summaries from before a rate show "—";
 # a column is left out when no row has it).
 PROFILE = {"mean_tokens": ("Tokens per sample", "{:.1f}"),
            "runnable_rate": ("Programs that run", "{:.1%}"),
@@ -495,7 +495,7 @@ def bench_row_adapters(spec: TableRow, run: Path | None) -> dict[str, str]:
     """The adapter folder per role a row's bench loads (none for the untrained rows)."""
     if run is None:
         return {}
-    from coopcode.core.runtime import resolve_adapter_path
+    from coopcode.engines.agents import resolve_adapter_path
 
     return {role: str(resolve_adapter_path(str(run), role)) for role in spec.adapter_roles}
 
