@@ -41,7 +41,9 @@ _LAZY = {
     "SandboxUnavailable": "sandbox",
     # schemes and the scheduler
     "SCHEMES": "coopcode.schemes", "Scheme": "coopcode.schemes", "get_scheme": "coopcode.schemes",
-    "has_helper": "coopcode.schemes",
+    "has_helper": "coopcode.schemes", "DEFAULT_SCHEME": "coopcode.schemes",
+    "scheme_names": "coopcode.schemes", "trainable_scheme_names": "coopcode.schemes",
+    "SampleState": "coopcode.schemes", "Steps": "coopcode.schemes", "adapter_of": "coopcode.schemes",
     "Scheduler": "coopcode.collaboration.scheduler",
     "SampleSpec": "coopcode.collaboration.scheduler",
     "sample_specs": "coopcode.collaboration.scheduler",
@@ -56,6 +58,13 @@ _LAZY = {
     "acc_at_k_by_problem": "coopcode.evaluation.at_k",
     # rewards
     "format_terms": "coopcode.rewards", "term_keys": "coopcode.rewards",
+    "RewardBreakdown": "coopcode.rewards", "RewardInput": "coopcode.rewards",
+    "Reward": "coopcode.rewards", "get_reward": "coopcode.rewards",
+    "reward_names": "coopcode.rewards",
+    # your own schemes, rewards and engines (one module; COOPCODE_PLUGINS for the command line)
+    "register_scheme": "coopcode.schemes", "register_reward": "coopcode.rewards",
+    "register_engine": "coopcode.engines", "EngineKind": "coopcode.engines",
+    "load_plugins": "coopcode.plugins",
     # evaluation: intervals, paired comparisons, cooperation patterns
     "classify_cooperation": "coopcode.written.cooperation",
     "describe_cooperation": "coopcode.written.analysis",
@@ -64,9 +73,10 @@ _LAZY = {
     "mean_interval": "coopcode.evaluation.stats", "paired_difference": "coopcode.evaluation.stats",
     "compare_runs": "coopcode.evaluation.compare", "load_run": "coopcode.evaluation.compare",
     "pair_up": "coopcode.evaluation.compare",
-    "train": "coopcode.train", "TrainConfig": "coopcode.train",
+    "train": "coopcode.training.run", "TrainConfig": "coopcode.training.config",
+    "read_samples": "coopcode.evaluation.evaluate", "score_samples": "coopcode.evaluation.evaluate",
     # saved runs: trained adapters in checkpoints/
-    "CheckpointInfo": "coopcode.train.saved_runs", "list_checkpoints": "coopcode.train.saved_runs",
+    "CheckpointInfo": "coopcode.training.saved_runs", "list_checkpoints": "coopcode.training.saved_runs",
     # events
     "Event": "coopcode.core.events", "JsonlWriter": "coopcode.core.events",
     "parse_event": "coopcode.core.events",

@@ -20,10 +20,11 @@ from rich.console import Console
 
 from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.errors import UserError
-from coopcode.engines.options import EngineConfig
+from coopcode.engines.engine_config import EngineConfig
 from coopcode.evaluation.bench_config import BenchConfig, BenchRun
 from coopcode.evaluation.command_configs import CompareConfig, EvaluateConfig
 from coopcode.paper.config import TableConfig
+from coopcode.plugins import load_plugins
 from coopcode.settings.common import (
     AdapterChoice,
     EventsOutput,
@@ -321,8 +322,8 @@ def paper_table(
     from coopcode.display.render import LogPrinter
     from coopcode.engines import load_engine
     from coopcode.problems import load_problems
-    from coopcode.train.cli import TrainPrinter
-    from coopcode.train.run import train
+    from coopcode.training.cli import TrainPrinter
+    from coopcode.training.run import train
 
     load_problems(config.problems)  # a bad problem set fails now, not after an hour of training
     with open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:
@@ -397,7 +398,7 @@ def _mount_optional() -> None:
         pass
     else:
         app.add_typer(sandbox_app, name="sandbox", help="The sandbox: build the image, status, run a file.")
-    for module in ("coopcode.train.cli", "tui.cli"):
+    for module in ("coopcode.training.cli", "tui.cli"):
         try:
             part = importlib.import_module(module)
         except ModuleNotFoundError as e:
@@ -430,6 +431,7 @@ def main() -> None:
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _note_interrupt)
     try:
+        load_plugins()  # the user's schemes, rewards and engines (COOPCODE_PLUGINS)
         code = app(standalone_mode=False, prog_name="coopcode")
         if code == 130 and _INTERRUPTED:  # typer turns Ctrl+C into exit code 130, silently
             raise KeyboardInterrupt

@@ -95,8 +95,8 @@ def bench_records(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
 def rollout_trees(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
     from coopcode.problems import load_problems
     from coopcode.rewards import resolve_reward
-    from coopcode.train.config import TrainConfig
-    from coopcode.train.rollout import ExecutionScorer, RolloutBuilder
+    from coopcode.training.config import TrainConfig
+    from coopcode.training.rollout import ExecutionScorer, RolloutBuilder
 
     problems = load_problems(str(EXAMPLES))[:2]
     out = {}

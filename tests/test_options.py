@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 from coopcode.cli import app
 from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.errors import UserError
-from coopcode.engines.options import EngineConfig
+from coopcode.engines.engine_config import EngineConfig
 from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.settings.options import Option, config_options, option, options
-from coopcode.train.config import TrainConfig
+from coopcode.training.config import TrainConfig
 
 
 def typer_commands(t: typer.Typer, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:

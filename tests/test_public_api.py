@@ -23,9 +23,9 @@ def test_every_exported_name_resolves_and_import_stays_light() -> None:
 
 
 def test_every_exported_name_is_its_modules_object_whatever_was_imported_first() -> None:
-    # A module named like an exported function (the package `coopcode.train`, the function
-    # `train`) shadows it once imported: `from coopcode import SolveConfig, solve` must still
-    # give the function. Everything is imported first, then each name is asked for.
+    # No subpackage of coopcode is named like an exported function (the training package is
+    # `coopcode.training`, the function `train`), so importing it cannot shadow the function:
+    # everything is imported first, then each name is asked for.
     code = ("import coopcode, importlib\n"
             "for module in set(coopcode._LAZY.values()):\n"
             "    importlib.import_module(module)\n"
@@ -40,7 +40,7 @@ def test_every_exported_name_is_its_modules_object_whatever_was_imported_first()
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
     wrong, called = done.stdout.splitlines()
-    assert wrong == "['train'] True True"  # the package, callable: it trains
+    assert wrong == "[] True True"  # every name is its module's object
     assert "train() missing 2 required positional arguments: 'config' and 'out'" in called
 
 

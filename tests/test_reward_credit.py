@@ -115,9 +115,9 @@ def test_counterfactual_credit_pays_the_helper_its_contribution(
         process_sandbox: object, alone_passes: bool) -> None:
     from coopcode.engines import ScriptedEngine
     from coopcode.rewards import resolve_reward
-    from coopcode.train.config import TrainConfig
-    from coopcode.train.rollout import ExecutionScorer, RolloutBuilder
-    from coopcode.train.tree import assign_advantages, discounted_returns
+    from coopcode.training.config import TrainConfig
+    from coopcode.training.rollout import ExecutionScorer, RolloutBuilder
+    from coopcode.training.tree import assign_advantages, discounted_returns
 
     engine = ScriptedEngine(credit_script(alone_passes))
     results = {}
@@ -163,8 +163,8 @@ def test_bench_and_training_judge_a_sample_alike(process_sandbox: object) -> Non
     action are the ones the bench (and solve) gives the same code."""
     from coopcode.collaboration.solve import final_jobs, score
     from coopcode.rewards import resolve_reward
-    from coopcode.train.rollout import ExecutionScorer
-    from coopcode.train.tree import JointAction, Node, Sample
+    from coopcode.training.rollout import ExecutionScorer
+    from coopcode.training.tree import JointAction, Node, Sample
     from coopcode.written.attempts import Attempt
     from coopcode.written.code import combine
 

@@ -84,7 +84,7 @@ def test_the_check_finds_every_kind_of_reaching_in() -> None:
         "    if True:\n"
         "        from coopcode.problems import load_humaneval\n"
         "    import importlib\n"
-        "    importlib.import_module('coopcode.train.run')\n"
+        "    importlib.import_module('coopcode.training.run')\n"
         "    return c.solve, c.core, c.__version__\n"
     )
     offenders, imported = coopcode_uses(source, set(coopcode.__all__))

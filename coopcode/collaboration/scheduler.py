@@ -27,7 +27,16 @@ from typing import Any
 
 from coopcode.engines import Completion, Engine, GenerationRequest, SamplingParams
 from coopcode.problems import Problem
-from coopcode.schemes import Ask, Check, PromptBook, SampleState, Scheme, SeedFn, sample_steps
+from coopcode.schemes import (
+    Ask,
+    Check,
+    PromptBook,
+    SampleState,
+    Scheme,
+    SeedFn,
+    per_role,
+    sample_steps,
+)
 from coopcode.written.attempts import AgentOutput, Attempt, sample_seed
 from sandbox import Job, Sandbox, Verdict
 
@@ -62,7 +71,7 @@ def sample_specs(problem: Problem, scheme: Scheme, samples: Iterable[int], param
                  turns: int = 1) -> list[SampleSpec]:
     """Specs for some samples of one problem, as solve, bench and the TUI run them (the main
     adapter serves the `single` agent too)."""
-    adapters = {"helper": helper_adapter, "main": main_adapter, "single": main_adapter}
+    adapters = per_role(helper_adapter, main_adapter)
     return [SampleSpec(problem, i, scheme, params, standard_seeds(params.seed, problem.task_id,
                                                                    scheme.name, i),
                        adapters, turns=turns, key=(problem.task_id, scheme.name, i))

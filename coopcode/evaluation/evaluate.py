@@ -32,7 +32,7 @@ from coopcode.core.inputs import read_jsonl
 from coopcode.evaluation.at_k import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
 from coopcode.rewards import resolve_reward
-from coopcode.schemes import has_helper
+from coopcode.schemes import has_helper, scheme_names
 from coopcode.written.analysis import cooperation_rates
 from coopcode.written.code import combine
 from sandbox import Sandbox
@@ -123,11 +123,9 @@ def read_samples(path: Path, problems: dict[str, Problem],
             raise UserError(f"{where}: task_id {s['task_id']!r} is not in {problems_name}: "
                             "pass the problems these samples answer with --problems")
         if kind == "bench":
-            from coopcode.schemes import SCHEMES
-
-            if s["scheme"] not in SCHEMES:
+            if s["scheme"] not in scheme_names():  # registered schemes included
                 raise UserError(f"{where}: unknown scheme {s['scheme']!r}: use one of "
-                                f"{', '.join(SCHEMES)}")
+                                f"{', '.join(scheme_names())}")
         out.append(_sample(s, kind, problems[s["task_id"]]))
     return out
 

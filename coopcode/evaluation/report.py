@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.evaluation import stats
+from coopcode.rewards import REWARDS
 from coopcode.written.cooperation import PATTERNS
 
 PASS_FIGURE = "pass_at_k.png"
@@ -126,6 +127,9 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
             f"{100 * r['runnable_rate']:.1f}% | {100 * r['main_calls_helper_rate']:.1f}% | "
             f"{r['mean_tokens']:.0f} |"
         )
+    named = dict.fromkeys(r["reward"] for r in rows if r.get("reward") in REWARDS)
+    if named:
+        lines += ["", *(f"- `{name}`: {REWARDS[name].summary}." for name in named)]
     patterns = pattern_table(rows)
     if patterns:
         lines += ["", "## Cooperation patterns", "",

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.settings.options import check_options, option, option_like
-from coopcode.train.config import TrainConfig
+from coopcode.training.config import TrainConfig
 
 
 @dataclass(frozen=True)

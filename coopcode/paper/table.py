@@ -145,7 +145,7 @@ def adapter_state(run: Path, roles: Sequence[str]) -> tuple[str, str]:
     """(state, one line on it): `complete` (trained to its total steps, or a plain adapter
     folder with no training record), `resumable` (stopped with a trainer state), `absent`,
     or `stuck` (stopped with nothing to resume from)."""
-    from coopcode.train import checkpoint as ckpt
+    from coopcode.training import checkpoint as ckpt
 
     if not run.exists() or (run.is_dir() and not any(p.name != LOCK_FILE for p in run.iterdir())):
         return "absent", f"{run}: not trained yet"
@@ -464,7 +464,7 @@ class TablePlan:
 
 def training_config(spec: TableRow, model: str | None, steps: int, max_new_tokens: int) -> Any:
     """The row's training: the table's shared budget, with the row's algorithm, reward, seed."""
-    from coopcode.train.config import TrainConfig
+    from coopcode.training.config import TrainConfig
 
     settings = {**TRAINING, "steps": steps, "max_new_tokens": max_new_tokens, "seed": spec.seed,
                 **dict(spec.options)}

@@ -14,16 +14,16 @@ their total). `get_reward(name)` finds one; `REWARDS` lists them. Shipped:
   does not solve the task; the helper paid its contribution over main alone (per-agent
   counterfactual credit), `coopcode.rewards.credit`
 
-A new reward is a module here with a function decorated by `@register(name, terms, summary)`,
-imported below.
+A shipped reward is a module here with a function decorated by
+`@register(name, terms, summary)`: every module of this package is imported below (the
+defaults' `seed` first, then by name: the order lists and forms show), so adding one needs no
+other line. One of yours registers the same way from your own module (`register_reward`,
+exported from `coopcode`; `COOPCODE_PLUGINS` makes the command line import it).
 """
 
-# The reward modules register themselves on import, in this order (the defaults first: the
-# order lists and forms show).
-from coopcode.rewards import seed  # noqa: I001, F401
-from coopcode.rewards import coop  # noqa: F401
-from coopcode.rewards import coop_text  # noqa: F401
-from coopcode.rewards import credit  # noqa: F401
+from importlib import import_module as _import_module
+from pkgutil import iter_modules as _iter_modules
+
 from coopcode.rewards.base import (
     CREDITS,
     REWARDS,
@@ -42,6 +42,13 @@ from coopcode.rewards.base import (
 )
 from coopcode.rewards.seed import grpo_levels, magrpo_levels
 
+register_reward = register  # the name `coopcode` exports
+
+# The reward modules register themselves on import.
+for _name in sorted((m.name for m in _iter_modules(__path__) if m.name != "base"),
+                    key=lambda name: (name != "seed", name)):
+    _import_module(f"{__name__}.{_name}")
+
 __all__ = ["CREDITS", "REWARDS", "Reward", "RewardBreakdown", "RewardFn", "RewardInput",
-           "default_reward_name", "format_terms", "get_reward", "grpo_levels", "magrpo_levels", "record_reward", "register",
+           "default_reward_name", "format_terms", "get_reward", "grpo_levels", "magrpo_levels", "record_reward", "register", "register_reward",
            "resolve_reward", "reward_names", "term_keys"]

@@ -93,23 +93,25 @@ RewardFn = Callable[[RewardInput], RewardBreakdown]
 
 @dataclass(frozen=True)
 class Reward:
-    """A registered reward: its name, the function, its terms (in order) and where it comes from."""
+    """A registered reward: its name, the function, the terms it may return (in order: a term
+    it did not declare is refused) and its formula in one line (the bench report's)."""
 
     name: str
     fn: RewardFn
     terms: tuple[str, ...]
-    summary: str  # one line: the formula
-    source: str = ""  # where it comes from
-    maximum: float | None = None
-    agents: str = "any"  # "pair", "single" or "any": who it is written for
-    notes: tuple[str, ...] = field(default=())
+    summary: str
     # Who gets what in MAGRPO: "joint" (every agent the joint reward) or "counterfactual" (the
     # helper its contribution: the pair's reward minus what main scores without the helper;
-    # main the joint reward). See coopcode.train.rollout.
+    # main the joint reward). See coopcode.training.rollout.
     credit: str = "joint"
 
     def __call__(self, inp: RewardInput) -> RewardBreakdown:
-        return self.fn(inp)
+        score = self.fn(inp)
+        extra = [t for t in score if t not in self.terms]
+        if extra:  # the tables and curves draw the declared terms: a stray one would vanish
+            raise ValueError(f"reward {self.name!r} returned term {extra[0]!r}, not among the "
+                             f"terms it registered: {', '.join(self.terms)}")
+        return score
 
 
 REWARDS: dict[str, Reward] = {}
@@ -118,8 +120,7 @@ REWARDS: dict[str, Reward] = {}
 CREDITS = ("joint", "counterfactual")
 
 
-def register(name: str, terms: tuple[str, ...], summary: str, *, source: str = "",
-             maximum: float | None = None, agents: str = "any",
+def register(name: str, terms: tuple[str, ...], summary: str, *,
              credit: str = "joint") -> Callable[[RewardFn], RewardFn]:
     """Register a reward function under `name` (its module is imported by the package);
     `credit` says how MAGRPO shares it between the agents (`Reward.credit`)."""
@@ -129,7 +130,7 @@ def register(name: str, terms: tuple[str, ...], summary: str, *, source: str = "
     def decorate(fn: RewardFn) -> RewardFn:
         if name in REWARDS:
             raise ValueError(f"reward {name!r} is registered twice")
-        REWARDS[name] = Reward(name, fn, terms, summary, source, maximum, agents, credit=credit)
+        REWARDS[name] = Reward(name, fn, terms, summary, credit=credit)
         return fn
 
     return decorate

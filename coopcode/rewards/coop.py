@@ -31,12 +31,12 @@ from coopcode.rewards.base import RewardBreakdown, RewardInput, register
 TERMS = ("helper", "main", "syntax", "tests", "uses", "beyond_wrapper", "discarded")
 
 
+# The MAGRPO authors' execution_reward_aux (the paper's cooperation quality bonus), decided
+# from the syntax tree; at most 4.0.
 @register("coop", TERMS,
           "0.4 helper returns + 0.6 main returns (else stop) + 0.5 parses (else stop) + "
           "passed/total + when a test passes and main uses the helper: 0.5 + 1.0 if not a "
-          "wrapper - 0.5 if a call's value is thrown away",
-          source="the MAGRPO authors' execution_reward_aux (the paper's cooperation quality "
-                 "bonus), decided from the syntax tree", maximum=4.0, agents="pair")
+          "wrapper - 0.5 if a call's value is thrown away")
 def coop_reward(inp: RewardInput) -> RewardBreakdown:
     from coopcode.written.cooperation import COOPERATING, classify_cooperation
 

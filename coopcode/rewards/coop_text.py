@@ -290,13 +290,13 @@ def prompt_context(inp: RewardInput) -> str:
     return inp.program[: len(inp.program) - len(tail)]
 
 
+# The MAGRPO authors' execution_reward_aux as their code computes it
+# (OpenMLRL/LLM_Collab_Code_Generation rewards/code_rewards.py @ 7ad59851: their regular
+# expressions on the text); at most 4.0.
 @register("coop-text", TERMS,
           "their text checks: 0.4 `def aux` with `return ` + 0.6 entry point with `return ` "
           "(else stop) + 0.5 parses (else stop) + passed/total + when a test passes and `aux(` "
-          "is in main's text: 0.5 + 1.0 unless their wrapper templates - 0.5 for `aux (x)`",
-          source="the MAGRPO authors' execution_reward_aux, OpenMLRL/LLM_Collab_Code_Generation "
-                 "rewards/code_rewards.py @ 7ad59851, their regular expressions on the text",
-          maximum=4.0, agents="pair")
+          "is in main's text: 0.5 + 1.0 unless their wrapper templates - 0.5 for `aux (x)`")
 def coop_text_reward(inp: RewardInput) -> RewardBreakdown:
     terms = dict.fromkeys(TERMS, 0.0)
     v = inp.verdict

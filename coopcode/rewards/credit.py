@@ -36,12 +36,12 @@ TERMS = ("syntax", "runs", "tests", "cooperation")
 COOPERATION_WEIGHT = 0.25  # a quarter of the tests' weight: a split must pass > 80% to beat a solo pass
 
 
+# coopcode's: own work from the syntax tree, the helper run alone in the sandbox; per-agent
+# credit after CCPO and COMA; at most 1.45.
 @register("credit", TERMS,
           "0.1 parses + 0.1 runs + passed/total + 0.25 x passed/total when main does own work "
           "with the helper's answer and the helper alone does not solve the task; the helper "
           "is paid its contribution over main alone (counterfactual credit)",
-          source="coopcode: own work from the syntax tree, the helper run alone in the sandbox; "
-                 "per-agent credit after CCPO and COMA", maximum=1.45, agents="pair",
           credit="counterfactual")
 def credit_reward(inp: RewardInput) -> RewardBreakdown:
     v = inp.verdict

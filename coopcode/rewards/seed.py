@@ -29,17 +29,15 @@ def grpo_levels(verdict: Verdict, *, run_bonus: float = 0.5, per_test: float = 0
     return RewardBreakdown(runs=runs, tests=per_test * min(verdict.n_passed, max_tests))
 
 
+# The seed (MAGRPO) paper's coding reward; the default for two agents.
 @register("seed", ("syntax", "runs", "tests"),
-          "0.2 if the program parses + 0.3 if it runs + 0.1 per passed test",
-          source="the seed (MAGRPO) paper's coding reward; the default for two agents",
-          agents="pair")
+          "0.2 if the program parses + 0.3 if it runs + 0.1 per passed test")
 def seed_reward(inp: RewardInput) -> RewardBreakdown:
     return magrpo_levels(inp.verdict)
 
 
+# The seed paper's single-agent GRPO reward (at most 1.0); the default for one agent.
 @register("seed-grpo", ("runs", "tests"),
-          "0.5 if the program runs + 0.1 per passed test (at most 5 tests)",
-          source="the seed paper's single-agent GRPO reward; the default for one agent",
-          maximum=1.0, agents="single")
+          "0.5 if the program runs + 0.1 per passed test (at most 5 tests)")
 def seed_grpo_reward(inp: RewardInput) -> RewardBreakdown:
     return grpo_levels(inp.verdict)

@@ -7,14 +7,28 @@
 - `discussion`: a parallel round, then one where each sees the other's answer.
 
 A new scheme is one module with a `Scheme` subclass: the shipped ones are listed in
-`SCHEME_TYPES` below, one of yours is added with `register_scheme(cls)`. Its `roles` say which
-agents write the program (`has_helper` asks them).
+`SCHEME_TYPES` below, one of yours is added with `register_scheme(cls)` (also exported from
+`coopcode`). What it is, it says as data: its `roles` (which agents write the program; each
+role's adapter is `adapter_of(role)`), whether main sees the helper's code
+(`main_sees_helper`) and whether MAGRPO can train it (`trainable`).
 """
 
 from __future__ import annotations
 
 from coopcode.core.errors import UserError
-from coopcode.schemes.base import Ask, Check, SampleState, Scheme, SeedFn, Steps, sample_steps
+from coopcode.schemes.base import (
+    ROLE_ADAPTERS,
+    Ask,
+    Check,
+    SampleState,
+    Scheme,
+    SeedFn,
+    Steps,
+    adapter_of,
+    per_role,
+    public_check,
+    sample_steps,
+)
 from coopcode.schemes.concat import Concat
 from coopcode.schemes.discussion import Discussion
 from coopcode.schemes.parallel import Parallel
@@ -29,7 +43,14 @@ DEFAULT_SCHEME = "sequential"
 
 
 def register_scheme(cls: type[Scheme]) -> type[Scheme]:
-    """Add a scheme (usable as a decorator): `--scheme NAME`, `get_scheme(NAME)` then run it."""
+    """Add a scheme (usable as a decorator): `--scheme NAME` (bench, solve, evaluate, the
+    TUI's lists), `get_scheme(NAME)` then run it, and `train --scheme NAME` when it is
+    `trainable`. A scheme that says something impossible of itself is refused here."""
+    if cls.trainable and cls.roles != ("helper", "main"):
+        raise ValueError(f"scheme {cls.name!r}: MAGRPO trains roles ('helper', 'main'), in that "
+                         f"order; roles {cls.roles} cannot be trainable")
+    if cls.main_sees_helper and not cls.has_helper():
+        raise ValueError(f"scheme {cls.name!r} has no helper whose code main could see")
     SCHEME_TYPES[cls.name] = cls
     return cls
 
@@ -39,11 +60,16 @@ def scheme_names() -> tuple[str, ...]:
     return tuple(SCHEME_TYPES)
 
 
+def trainable_scheme_names() -> tuple[str, ...]:
+    """The schemes MAGRPO can train (their `trainable` says so), registered ones included."""
+    return tuple(name for name, cls in SCHEME_TYPES.items() if cls.trainable)
+
+
 def has_helper(name: str) -> bool:
     """Whether scheme `name` has a helper agent (its roles say; a scheme this version does
     not know, read from an older run's records, is taken to have one)."""
     cls = SCHEME_TYPES.get(name)
-    return cls is None or "helper" in cls.roles
+    return cls is None or cls.has_helper()
 
 
 def get_scheme(name: str) -> Scheme:
@@ -54,7 +80,7 @@ def get_scheme(name: str) -> Scheme:
 
 
 __all__ = [
-    "DEFAULT_SCHEME", "SCHEMES", "Ask", "Check", "PromptBook", "SampleState", "Scheme",
-    "SeedFn", "Steps", "get_scheme", "has_helper", "register_scheme", "sample_steps",
-    "scheme_names",
+    "DEFAULT_SCHEME", "ROLE_ADAPTERS", "SCHEMES", "Ask", "Check", "PromptBook", "SampleState",
+    "Scheme", "SeedFn", "Steps", "adapter_of", "get_scheme", "has_helper", "per_role", "public_check",
+    "register_scheme", "sample_steps", "scheme_names", "trainable_scheme_names",
 ]

@@ -13,9 +13,10 @@ role's to `main_code`; the program is the prompt's imports + helper code + main 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any, ClassVar, TypeVar
 
 from coopcode.problems import Problem
 from coopcode.schemes import prompts
@@ -25,6 +26,22 @@ from coopcode.written.code import combine
 from sandbox import Job, Verdict
 
 DISCUSS_NOTE = "Your teammate's code is shown above; make the two fit together."
+
+# The adapter each role writes with: the helper's, or main's. The single agent is main
+# writing alone, so GRPO trains (and `single` runs) main's adapter.
+ROLE_ADAPTERS: Mapping[str, str] = MappingProxyType({"helper": "helper", "main": "main", "single": "main"})
+
+T = TypeVar("T")
+
+
+def adapter_of(role: str) -> str:
+    """The adapter (`helper` or `main`) role `role` writes with."""
+    return ROLE_ADAPTERS[role]
+
+
+def per_role(helper: T, main: T) -> dict[str, T]:
+    """Each role's value, given the helper adapter's and main's (`single` gets main's)."""
+    return {role: helper if adapter == "helper" else main for role, adapter in ROLE_ADAPTERS.items()}
 
 
 @dataclass(frozen=True)
@@ -91,11 +108,22 @@ Steps = Generator[list[Ask], None, None]
 
 
 class Scheme:
-    """How helper and main produce one program. Subclasses write `first_turn`."""
+    """How helper and main produce one program. Subclasses write `first_turn` and say what
+    they are as data; everything else (the bench, solve, training, the TUI, the rewards) asks
+    these, never the scheme's name."""
 
     name: ClassVar[str]
     roles: ClassVar[tuple[str, ...]]  # the agents whose code makes the program
     revising_roles: ClassVar[tuple[str, ...]] = ("helper", "main")  # who revises in later turns
+    # Main's first prompt shows the helper's code (so main waits for it, and in a training
+    # each helper sample gets mains of its own).
+    main_sees_helper: ClassVar[bool] = False
+    # MAGRPO can train it: its roles are a helper and a main, each asked once in turn 1.
+    trainable: ClassVar[bool] = False
+
+    @classmethod
+    def has_helper(cls) -> bool:
+        return "helper" in cls.roles
 
     def first_turn(self, s: SampleState) -> Steps:
         raise NotImplementedError
@@ -103,6 +131,13 @@ class Scheme:
     def revision_turn(self, s: SampleState, turn: int) -> Steps:
         """After feedback on the public examples, every agent revises at once."""
         yield [s.ask_revision(role, turn) for role in self.revising_roles]
+
+
+def public_check(problem: Problem, program: str, timeout: float) -> Job:
+    """The run on the problem's public examples whose verdict is the feedback of a revision
+    (a sample's next turn here; a training's child node in `coopcode.training.rollout`)."""
+    return Job(program=program, tests=problem.public_tests, entry_point=problem.entry_point,
+               timeout=timeout)
 
 
 def sample_steps(scheme: Scheme, s: SampleState, turns: int, *, feedback_timeout: float = 5.0,
@@ -117,9 +152,7 @@ def sample_steps(scheme: Scheme, s: SampleState, turns: int, *, feedback_timeout
         a.program = combine(problem.prompt, problem.entry_point, a.helper_code, a.main_code)
         a.turns_used = turn
         if turn < turns and problem.public_tests:
-            verdict: Verdict = yield Check(Job(
-                program=a.program.text, tests=problem.public_tests,
-                entry_point=problem.entry_point, timeout=feedback_timeout))
+            verdict: Verdict = yield Check(public_check(problem, a.program.text, feedback_timeout))
             a.feedback = feedback_text(verdict)
             if verdict.passed:
                 break

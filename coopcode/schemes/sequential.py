@@ -9,6 +9,8 @@ from coopcode.schemes.base import SampleState, Scheme, Steps
 class Sequential(Scheme):
     name = "sequential"
     roles = ("helper", "main")
+    main_sees_helper = True
+    trainable = True
 
     def first_turn(self, s: SampleState) -> Steps:
         yield [s.ask_first("helper")]

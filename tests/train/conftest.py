@@ -35,7 +35,7 @@ def sharp_model_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFacto
 def make_engine() -> Iterator[Callable[[Path], object]]:
     """A fresh fp32 engine per call: trainable adapters stay attached to the engine they
     were added to, so each training test gets its own (the tiny model loads in ~1 s)."""
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
 
     made: list[TransformersEngine] = []
 

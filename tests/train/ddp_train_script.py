@@ -8,7 +8,7 @@ from pathlib import Path
 
 
 def main() -> None:
-    from coopcode.train import TrainConfig, output_scorer, train
+    from coopcode.training import TrainConfig, output_scorer, train
 
     model, out = sys.argv[1:3]
     # Every step saved and kept: the test compares the adapters after each step.

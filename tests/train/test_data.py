@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from coopcode.core.errors import UserError
-from coopcode.train.data import ProblemOrder, load_training_problems
+from coopcode.training.data import ProblemOrder, load_training_problems
 
 
 def test_each_epoch_visits_every_problem_once() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from coopcode.train.guards import CollapseWatch, collapse_warnings
+from coopcode.training.guards import CollapseWatch, collapse_warnings
 
 REPO = Path(__file__).resolve().parents[2]
 

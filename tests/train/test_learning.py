@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from coopcode.problems import load_problems
-from coopcode.train.config import TrainConfig
-from coopcode.train.rollout import output_scorer
-from coopcode.train.run import make_trainer
+from coopcode.training.config import TrainConfig
+from coopcode.training.rollout import output_scorer
+from coopcode.training.run import make_trainer
 
 STEPS = 5  # bounded: a step is G one-token samples per agent, about a second on CPU
 GROUP = 16

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 
-from coopcode.train.logprobs import (
+from coopcode.training.logprobs import (
     _HeadLogprob,
     common_prefix_len,
     completion_logprobs,
@@ -20,7 +20,7 @@ from coopcode.train.logprobs import (
 def _engine_with_adapter(make_engine: Any, model_dir: Path) -> Any:
     from peft import LoraConfig
 
-    from coopcode.train.policy import TransformersPolicy
+    from coopcode.training.policy import TransformersPolicy
 
     engine = make_engine(model_dir)
     policy = TransformersPolicy.sharing(engine)

@@ -10,7 +10,7 @@ from typing import Any
 from PIL import Image
 
 from coopcode.core import events as ev
-from coopcode.train import TrainConfig, output_scorer, train
+from coopcode.training import TrainConfig, output_scorer, train
 from coopcode.written.cooperation import PATTERNS
 from tests.cli_helpers import assert_one_line_error, coopcode
 

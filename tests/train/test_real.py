@@ -48,11 +48,11 @@ def test_train_on_the_embedded_model_then_solve_with_the_adapters(tmp_path: Path
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 def test_a_training_step_runs_on_cuda(tiny_model_dir: Path) -> None:
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
     from coopcode.problems import load_problems
-    from coopcode.train.config import TrainConfig
-    from coopcode.train.magrpo import MAGRPOTrainer
-    from coopcode.train.rollout import output_scorer
+    from coopcode.training.config import TrainConfig
+    from coopcode.training.magrpo import MAGRPOTrainer
+    from coopcode.training.rollout import output_scorer
 
     engine = TransformersEngine(str(tiny_model_dir), device="cuda")
     config = TrainConfig(group_size=2, max_new_tokens=4, steps=1, learning_rate=1e-2, warmup_steps=0)

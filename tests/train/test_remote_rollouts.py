@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 @pytest.fixture(scope="module")
 def training_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from coopcode.engines.vllm_server import VLLMServer
+    from coopcode.engines.served.vllm_server import VLLMServer
     from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
 
     python = vllm_python_or_skip()
@@ -38,11 +38,11 @@ def test_a_run_sampled_by_vllm_serve_updates_its_adapters_and_they_load_in_solve
         training_server: Any, tmp_path: Path, process_sandbox: Any, cli_env: dict[str, str]) -> None:
     import httpx2 as httpx
 
-    from coopcode.engines.openai_engine import OpenAIEngine
+    from coopcode.engines.served.openai_engine import OpenAIEngine
     from coopcode.problems import load_problems
-    from coopcode.train.config import TrainConfig
-    from coopcode.train.magrpo import MAGRPOTrainer
-    from coopcode.train.policy import TransformersPolicy
+    from coopcode.training.config import TrainConfig
+    from coopcode.training.magrpo import MAGRPOTrainer
+    from coopcode.training.policy import TransformersPolicy
 
     engine = OpenAIEngine(None, base_urls=[training_server.url])
     assert engine.token_ids_from_server  # vLLM streams the sampled ids: the loss scores them

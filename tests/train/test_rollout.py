@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from coopcode.problems import load_problems
-from coopcode.train.config import TrainConfig
-from coopcode.train.magrpo import MAGRPOTrainer
-from coopcode.train.rollout import output_scorer
+from coopcode.training.config import TrainConfig
+from coopcode.training.magrpo import MAGRPOTrainer
+from coopcode.training.rollout import output_scorer
 from coopcode.written.code import prompt_context
 
 
@@ -91,7 +91,7 @@ def test_execution_reward_and_multi_turn_feedback_tree(make_engine: Any, tiny_mo
         prompt = decode(child.samples["main"][0].prompt_ids)
         assert "Running the combined program on the public examples gave" in prompt
         assert root.actions[j].feedback.splitlines()[0] in prompt
-    from coopcode.train.tree import discounted_returns, mean
+    from coopcode.training.tree import discounted_returns, mean
 
     discounted_returns(root, 0.5)
     assert root.returns == pytest.approx([r + 0.5 * mean(root.children[j].rewards)

@@ -1,4 +1,4 @@
-"""`coopcode.train.train` from Python: a plain reward function, events, the run folder."""
+"""`coopcode.training.train` from Python: a plain reward function, events, the run folder."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.core import events as ev
-from coopcode.train import TrainConfig, output_scorer, train
+from coopcode.training import TrainConfig, output_scorer, train
 
 
 def test_train_from_python_with_a_plain_reward_function(make_engine: Any, tiny_model_dir: Path,
@@ -42,7 +42,7 @@ def test_ranks_probing_one_run_folder_at_once_do_not_trip_each_other(tmp_path: P
     # shared probe name a rank could find its probe already deleted by another (a CI failure).
     import threading
 
-    from coopcode.train.checkpoint import check_writable
+    from coopcode.training.checkpoint import check_writable
 
     out, errors, start = tmp_path / "run", [], threading.Barrier(8)
 

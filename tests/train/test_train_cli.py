@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from coopcode.problems import load_problems
-from coopcode.train.data import ProblemOrder
+from coopcode.training.data import ProblemOrder
 
 STEPS, LIMIT = 6, 5
 

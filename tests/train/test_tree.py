@@ -10,7 +10,7 @@ import math
 import pytest
 
 from coopcode.rewards import RewardBreakdown
-from coopcode.train.tree import (
+from coopcode.training.tree import (
     JointAction,
     Node,
     Sample,

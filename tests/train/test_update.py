@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from coopcode.problems import load_problems
-from coopcode.train.config import TrainConfig
-from coopcode.train.logprobs import completion_logprobs
-from coopcode.train.magrpo import MAGRPOTrainer
-from coopcode.train.rollout import output_scorer
-from coopcode.train.tree import Sample
+from coopcode.training.config import TrainConfig
+from coopcode.training.logprobs import completion_logprobs
+from coopcode.training.magrpo import MAGRPOTrainer
+from coopcode.training.rollout import output_scorer
+from coopcode.training.tree import Sample
 
 
 def _trainer(make_engine: Any, model_dir: Path, **kw: Any) -> Any:

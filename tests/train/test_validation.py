@@ -18,7 +18,7 @@ from PIL import Image
 
 from coopcode.core import events as ev
 from coopcode.problems import load_problems
-from coopcode.train import TrainConfig
+from coopcode.training import TrainConfig
 from tests.cli_helpers import assert_one_line_error, coopcode
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -192,8 +192,8 @@ def test_validation_does_not_change_what_is_trained(tiny_model_dir: Path, auto_s
                                                     tmp_path: Path) -> None:
     from safetensors.torch import load_file
 
-    from coopcode.engines.transformers_engine import TransformersEngine
-    from coopcode.train import output_scorer, train
+    from coopcode.engines.embedded.engine import TransformersEngine
+    from coopcode.training import output_scorer, train
 
     def odd_length(problem: Any, action: Any, node: Any) -> float:  # a reward with a spread
         return float(len(node.samples["main"][action.members["main"]].text) % 2)

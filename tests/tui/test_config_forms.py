@@ -12,7 +12,7 @@ import typer
 from coopcode.cli import app as cli_app
 from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.settings.options import config_from_cli, form_options, options
-from coopcode.train.config import TrainConfig
+from coopcode.training.config import TrainConfig
 from tests.tui.conftest import wait_until
 
 

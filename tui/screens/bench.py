@@ -27,7 +27,6 @@ from textual.widgets import (
 )
 
 from coopcode import (
-    SCHEMES,
     BenchConfig,
     Event,
     Finished,
@@ -36,6 +35,7 @@ from coopcode import (
     UserError,
     VerdictReady,
     option_args,
+    scheme_names,
 )
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
@@ -188,7 +188,7 @@ class BenchScreen(JobScreen):
                 with Horizontal(classes="field"):
                     yield Label("out", classes="field-label")
                     yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="out-name")
-                yield SelectionList[str](*[(s, s, s in BenchConfig().schemes) for s in SCHEMES],
+                yield SelectionList[str](*[(s, s, s in BenchConfig().schemes) for s in scheme_names()],
                                         id="schemes")
                 with Horizontal(classes="buttons"):
                     yield Button("Start", id="start", variant="success", compact=True)

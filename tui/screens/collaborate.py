@@ -32,7 +32,7 @@ from textual.widgets import (
 from textual.widgets.option_list import Option
 
 from coopcode import (
-    SCHEMES,
+    DEFAULT_SCHEME,
     AttemptReady,
     Event,
     Failed,
@@ -44,7 +44,9 @@ from coopcode import (
     Verdict,
     VerdictReady,
     analyse_cooperation,
+    get_scheme,
     has_helper,
+    scheme_names,
 )
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.widgets.agent_pane import AgentPane, style_code
@@ -96,7 +98,7 @@ class CollaborateScreen(Screen[None]):
         with Horizontal(id="toolbar"):
             yield Label("no problem", id="problem-label")
             yield Label("scheme", classes="dim")
-            yield Select([(s, s) for s in SCHEMES], value="sequential", allow_blank=False,
+            yield Select([(s, s) for s in scheme_names()], value=DEFAULT_SCHEME, allow_blank=False,
                          compact=True, id="scheme")
             yield Label("turns", classes="dim")
             yield Select([(str(t), t) for t in (1, 2, 3)], value=1, allow_blank=False,
@@ -397,7 +399,7 @@ class CollaborateScreen(Screen[None]):
 
         try:
             judge(problem, program, SessionSandbox(self, run_id),
-                  SolveConfig(scheme=attempt.scheme if attempt else "sequential"),
+                  SolveConfig(scheme=attempt.scheme if attempt else DEFAULT_SCHEME),
                   helper_code=attempt.helper_code if attempt else "",
                   main_code=attempt.main_code if attempt else program, emit=emit)
         except SandboxUnavailable as e:
@@ -429,7 +431,7 @@ class CollaborateScreen(Screen[None]):
             if agent == "helper":
                 helper.append(text, turn, tokens=n)
                 continue
-            if self.run_scheme == "sequential" and turn == 1 and helper.state == "streaming":
+            if get_scheme(self.run_scheme).main_sees_helper and turn == 1 and helper.state == "streaming":
                 helper.finish()  # main starts once the helper's code is complete
             self.query_one("#main-pane", AgentPane).append(text, turn, tokens=n)
 

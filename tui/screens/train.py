@@ -169,7 +169,7 @@ class TrainScreen(JobScreen):
             reward = f" · reward {last['reward/mean']:.3f}" if "reward/mean" in last else ""
             status.update(f"step {event.done}/{event.total}{reward} · ETA {eta_text(event.eta_s)}")
         elif isinstance(event, Log) and event.level == "warning":
-            # The collapse guards (coopcode.train.guards): kept in view, not only in the log.
+            # The collapse guards (coopcode.training.guards): kept in view, not only in the log.
             self.warnings.append(event.message)
             self._show_warnings()
             self.notify(event.message, severity="warning", title="training", timeout=10)

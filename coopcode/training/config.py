@@ -29,11 +29,12 @@ from coopcode.core.errors import UserError
 from coopcode.core.inputs import MAX_TEMPERATURE, check_server_urls
 from coopcode.engines.registry import engine_kind, rollout_engine_names
 from coopcode.rewards import CREDITS, reward_names
+from coopcode.schemes import get_scheme, trainable_scheme_names
 from coopcode.settings.common import ModelChoice
 from coopcode.settings.options import check_options, option, option_like, option_named
 
 ALGOS = ("magrpo", "grpo")
-TRAIN_SCHEMES = ("sequential", "parallel")  # MAGRPO; GRPO always uses the `single` scheme
+GRPO_SCHEME = "single"  # GRPO trains one agent: the single-agent scheme
 JOINT_MODES = ("aligned", "cross")
 LR_SCHEDULES = ("constant", "linear", "cosine")
 REDUCTIONS = ("sum", "mean")
@@ -50,8 +51,9 @@ class TrainConfig:
     problems: str = option("humaneval:train", "Training problems: humaneval[:split], a .jsonl, a .py or a folder.",
                            label="data", form=8)
     limit: int | None = option(None, "Only the first N problems (before shuffling).", at_least=1)
-    scheme: str = option("sequential", "MAGRPO scheme: sequential (main sees the helper's code) or parallel.",
-                         choices=TRAIN_SCHEMES, noun="training scheme")
+    scheme: str = option("sequential", "MAGRPO scheme: one whose `trainable` says so, e.g. sequential "
+                         "(main sees the helper's code) or parallel.",
+                         choices=trainable_scheme_names, noun="training scheme")
     joint: str = option("aligned", "Joint actions: aligned (sample g with sample g, G actions) or cross (G x G).",
                         choices=JOINT_MODES, noun="joint mode")
     reward: str | None = option(
@@ -154,11 +156,11 @@ class TrainConfig:
 
     @property
     def roles(self) -> tuple[str, ...]:
-        return ("single",) if self.algo == "grpo" else ("helper", "main")
+        return get_scheme(self.collab_scheme).roles
 
     @property
     def collab_scheme(self) -> str:
-        return "single" if self.algo == "grpo" else self.scheme
+        return GRPO_SCHEME if self.algo == "grpo" else self.scheme
 
     @property
     def credit_mode(self) -> str:

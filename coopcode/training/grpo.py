@@ -8,7 +8,7 @@ adapter is saved as
 
 from __future__ import annotations
 
-from coopcode.train.magrpo import MAGRPOTrainer
+from coopcode.training.magrpo import MAGRPOTrainer
 
 
 class GRPOTrainer(MAGRPOTrainer):

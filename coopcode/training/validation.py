@@ -25,8 +25,8 @@ from coopcode.core.errors import UserError
 from coopcode.core.events import Emit, Log
 from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.problems import Problem, load_problems
-from coopcode.train.config import TrainConfig, flag
-from coopcode.train.rollout import ADAPTER_OF_ROLE
+from coopcode.schemes import adapter_of
+from coopcode.training.config import TrainConfig, flag
 
 VALIDATION_DIR = "validation"
 _STEP = re.compile(r"^step-(\d+)$")
@@ -127,7 +127,8 @@ class Validation:
         folder = eval_dir(self.out, step)
         shutil.rmtree(folder, ignore_errors=True)  # a killed attempt at this step: redo it whole
         trainer.sync_sampler()  # a separate sampler (vLLM, servers) gets the step's weights
-        adapters = {role: (ADAPTER_OF_ROLE[role], f"{self.out / ADAPTER_OF_ROLE[role]}@step-{step}")
+        # each trained adapter under its name (GRPO's single agent trains main's)
+        adapters = {adapter_of(role): (adapter_of(role), f"{self.out / adapter_of(role)}@step-{step}")
                     for role in config.roles}
         bench = bench_config(config, label=f"{self.out.name}@step-{step}")
         self.emit(Log(message=f"validation at step {step}: {len(self.problems)} problems x "
@@ -141,7 +142,7 @@ class Validation:
         with torch.random.fork_rng():
             summary = run_bench(bench, self.problems, trainer.engine, self.sandbox, folder,
                                 helper_adapter=adapters.get("helper"),
-                                main_adapter=adapters.get("main", adapters.get("single")),
+                                main_adapter=adapters.get("main"),
                                 cancel=self.cancel)
         random.setstate(python_rng)
         seconds = time.time() - started

@@ -29,20 +29,20 @@ import torch
 from coopcode.core.errors import UserError
 from coopcode.problems import Problem
 from coopcode.rewards import resolve_reward
-from coopcode.train.config import TrainConfig, lora_target_modules
-from coopcode.train.data import ProblemOrder
-from coopcode.train.distributed import Ranks, agent_loss, no_sync
-from coopcode.train.metrics import peak_rss_mb
-from coopcode.train.policy import TransformersPolicy
-from coopcode.train.rollout import (
-    ADAPTER_OF_ROLE,
+from coopcode.schemes import adapter_of, per_role
+from coopcode.training.config import TrainConfig, lora_target_modules
+from coopcode.training.data import ProblemOrder
+from coopcode.training.distributed import Ranks, agent_loss, no_sync
+from coopcode.training.metrics import peak_rss_mb
+from coopcode.training.policy import TransformersPolicy
+from coopcode.training.rollout import (
     ExecutionScorer,
     ProblemRollout,
     RolloutBuilder,
     RolloutStats,
     Scorer,
 )
-from coopcode.train.tree import (
+from coopcode.training.tree import (
     Sample,
     assign_advantages,
     discounted_returns,
@@ -140,9 +140,9 @@ class MAGRPOTrainer:
         lora = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                           target_modules=lora_target_modules(cfg.lora_targets), bias="none",
                           task_type="CAUSAL_LM")
-        inits = {"helper": cfg.helper_init, "main": cfg.main_init, "single": cfg.main_init}
+        inits = per_role(cfg.helper_init, cfg.main_init)
         for i, role in enumerate(self.roles):
-            name = ADAPTER_OF_ROLE[role]
+            name = adapter_of(role)
             # LoRA's A matrices start random: from the run's seed, so a run (and every rank of
             # it) starts from the same adapters.
             with torch.random.fork_rng():
@@ -158,7 +158,7 @@ class MAGRPOTrainer:
 
     def adapter_names(self) -> dict[str, str]:
         """role -> adapter (and folder) name."""
-        return {role: ADAPTER_OF_ROLE[role] for role in self.roles}
+        return {role: adapter_of(role) for role in self.roles}
 
     # -- a step -----------------------------------------------------------------------------
 
@@ -172,7 +172,7 @@ class MAGRPOTrainer:
             raise ValueError("a separate sampler needs a sync_dir for the adapters it loads")
         folder = self.sync_dir / f"step-{self.step:06d}"
         for role in self.roles:
-            name = ADAPTER_OF_ROLE[role]
+            name = adapter_of(role)
             self.engine.load_adapter(name, str(self.policy.save(name, folder / name)))
         self._synced_step = self.step
         for old in sorted(self.sync_dir.glob("step-*"))[:-2]:  # the server may still read the last
@@ -251,7 +251,7 @@ class MAGRPOTrainer:
             g[i:i + cfg.micro_batch] for g in work for i in range(0, len(g), cfg.micro_batch)]
         if self.ranks.distributed and not chunks:
             chunks = [None]  # the reduction needs every rank's (here: zero) gradient
-        self.policy.select(ADAPTER_OF_ROLE[role])  # also makes only this adapter trainable
+        self.policy.select(adapter_of(role))  # also makes only this adapter trainable
         self._loss_context = (role, total, need_kl)
         module = self.losses[role]
         loss_sum, kl_sum, ent_sum, tokens, ent_n = 0.0, 0.0, 0.0, 0, 0
@@ -288,7 +288,7 @@ class MAGRPOTrainer:
         """The loss of one micro-batch (and its log-probs and KL sum, for the metrics)."""
         role, total, need_kl = self._loss_context
         cfg = self.config
-        name = ADAPTER_OF_ROLE[role]
+        name = adapter_of(role)
         prompts = [s.prompt_ids for s in chunk]
         comps = [s.completion_ids for s in chunk]
         adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32)

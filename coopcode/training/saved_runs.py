@@ -1,7 +1,7 @@
 """Reading checkpoint folders: the runs in `checkpoints/` and what each holds.
 
 A run is `checkpoints/<run>/` with `helper/` and/or `main/` PEFT adapter folders, a
-`manifest.json` (written by `coopcode train`; see `coopcode.train.checkpoint`) and a
+`manifest.json` (written by `coopcode train`; see `coopcode.training.checkpoint`) and a
 `metrics.jsonl`. Reading is tolerant: a half-written or foreign folder is described as far
 as it can be, never an exception. Used by `coopcode checkpoints` and the TUI.
 """
@@ -69,8 +69,8 @@ class CheckpointInfo:
         return "seed-grpo" if self.algorithm == "grpo" else "seed"
 
     def warnings(self) -> list[Any]:
-        """The collapse guards' findings on the run's metrics (`coopcode.train.guards`)."""
-        from coopcode.train.guards import collapse_warnings
+        """The collapse guards' findings on the run's metrics (`coopcode.training.guards`)."""
+        from coopcode.training.guards import collapse_warnings
 
         budget = self.config.get("max_new_tokens")
         return collapse_warnings(self.metrics_history(), budget if isinstance(budget, int) else None)

@@ -50,7 +50,7 @@ class TransformersPolicy:
         """A copy of the model for training only (another engine samples)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from coopcode.engines.transformers_engine import pick_device_and_dtype
+        from coopcode.engines.embedded.cpu_format import pick_device_and_dtype
         from coopcode.models import resolve_model
 
         say = progress or (lambda _m: None)
@@ -142,7 +142,7 @@ class TransformersPolicy:
                  completions: Sequence[Sequence[int]], *, temperature: float = 1.0) -> Any:
         """Token log-probs of the completions under adapter `name` (None: the bare base),
         differentiable in the adapter's weights when grad is enabled."""
-        from coopcode.train.logprobs import completion_logprobs
+        from coopcode.training.logprobs import completion_logprobs
 
         context = self.peft.disable_adapter() if name is None else nullcontext()
         if name is not None:

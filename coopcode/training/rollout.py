@@ -33,15 +33,20 @@ from coopcode.collaboration.scheduler import SampleSpec, Scheduler
 from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.rewards import Reward, RewardBreakdown
-from coopcode.schemes import PromptBook, SampleState, get_scheme
-from coopcode.train.config import TrainConfig
-from coopcode.train.tree import JointAction, Node, Sample, aligned_members, cross_members, mean
+from coopcode.schemes import (
+    ROLE_ADAPTERS,
+    PromptBook,
+    SampleState,
+    adapter_of,
+    get_scheme,
+    public_check,
+)
+from coopcode.training.config import TrainConfig
+from coopcode.training.tree import JointAction, Node, Sample, aligned_members, cross_members, mean
 from coopcode.written.analysis import Cooperation
 from coopcode.written.attempts import Attempt, feedback_text, sample_seed
 from coopcode.written.code import combine
-from sandbox import Job, Sandbox, Verdict
-
-ADAPTER_OF_ROLE = {"helper": "helper", "main": "main", "single": "main"}
+from sandbox import Sandbox, Verdict
 
 
 @dataclass
@@ -166,7 +171,7 @@ class RolloutBuilder:
     def _picks(self, first_turn: bool) -> list[Pick]:
         """The joint actions of a node, as the (slot, index) of each role's completion."""
         g, cross = self.config.group_size, self.config.joint == "cross"
-        if first_turn and self.scheme.name == "sequential":
+        if first_turn and self.scheme.main_sees_helper:
             # mains see helper i's code: their seed stream is helper i's (slot i)
             if cross:
                 return [{"helper": (0, i), "main": (i, j)} for i in range(g) for j in range(g)]
@@ -176,7 +181,7 @@ class RolloutBuilder:
 
     def _group(self, role: str, slot: int) -> int:
         """Siblings (one baseline) are the completions sampled from the same prompt."""
-        cross_main = self.config.joint == "cross" and self.scheme.name == "sequential"
+        cross_main = self.config.joint == "cross" and self.scheme.main_sees_helper
         return slot if role == "main" and cross_main else 0
 
     def _spec(self, op: _Open, pick: Pick, step: int) -> SampleSpec:
@@ -197,7 +202,7 @@ class RolloutBuilder:
             attempt.main_code = parents["main" if "main" in parents else "single"].code
             state = SampleState(op.problem, 0, self.book, attempt,
                                 first_prompts={r: s.first_prompt for r, s in parents.items()})
-        return SampleSpec(op.problem, 0, self.scheme, self.params, seeds, ADAPTER_OF_ROLE,
+        return SampleSpec(op.problem, 0, self.scheme, self.params, seeds, ROLE_ADAPTERS,
                           turns=node.turn, first_turn=node.turn, state=state, key=(op, pick))
 
     def _alone_spec(self, op: _Open, j: int, step: int) -> SampleSpec:
@@ -210,7 +215,7 @@ class RolloutBuilder:
                                node.path, j), 0
 
         return SampleSpec(op.problem, 0, get_scheme("single"), self.params, seeds,
-                          {"single": ADAPTER_OF_ROLE["main"]}, key=(op, ("alone", j)))
+                          {"single": adapter_of("single")}, key=(op, ("alone", j)))
 
     # -- generation -------------------------------------------------------------------------
 
@@ -263,20 +268,15 @@ class RolloutBuilder:
                     stats.samples += 1
                     stats.finish[out.finish_reason] = stats.finish.get(out.finish_reason, 0) + 1
                 members[role] = index_of[key]
-            op.node.actions.append(JointAction(members))
+            # the program the scheme's steps combined (`sample_steps`), as bench and solve run it
+            program = state.attempt.program
+            op.node.actions.append(JointAction(members, program=program.text if program else ""))
         op.node.samples = samples
 
     # -- scoring and feedback ---------------------------------------------------------------
 
     def _score(self, opens: list[_Open], stats: RolloutStats) -> None:
-        items = []
-        for op in opens:
-            for a in op.node.actions:
-                codes = {r: op.node.samples[r][i].code for r, i in a.members.items()}
-                helper = codes.get("helper", "")
-                main = codes.get("main", codes.get("single", ""))
-                a.program = combine(op.problem.prompt, op.problem.entry_point, helper, main).text
-                items.append((op.problem, a, op.node))
+        items = [(op.problem, a, op.node) for op in opens for a in op.node.actions]
         started = time.time()
         scored = self.scorer(items)
         stats.score_seconds += time.time() - started
@@ -315,10 +315,8 @@ class RolloutBuilder:
         if with_tests:
             assert self.sandbox is not None
             started = time.time()
-            verdicts = self.sandbox.run_many([
-                Job(program=a.program, tests=op.problem.public_tests,
-                    entry_point=op.problem.entry_point, timeout=self.config.timeout)
-                for op, a in with_tests])
+            verdicts = self.sandbox.run_many([public_check(op.problem, a.program, self.config.timeout)
+                                              for op, a in with_tests])
             stats.score_seconds += time.time() - started
             for (_, a), v in zip(with_tests, verdicts):
                 a.feedback = feedback_text(v)

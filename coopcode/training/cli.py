@@ -21,7 +21,7 @@ from rich.table import Table
 from coopcode.core.errors import UserError
 from coopcode.settings.common import EventsOutput, JsonOutput, SandboxChoice
 from coopcode.settings.options import check_options, config_options, given_on_command_line, option
-from coopcode.train.config import TrainConfig
+from coopcode.training.config import TrainConfig
 
 out = Console()
 err = Console(stderr=True)
@@ -117,7 +117,7 @@ def train_command(
 def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], backend: str,
          emit: Any, cancel: Any) -> Any:
     from coopcode.core.sandboxes import open_sandbox_for_cli
-    from coopcode.train.run import train
+    from coopcode.training.run import train
 
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {message}", highlight=False)
@@ -127,9 +127,9 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
 
     # Cheap checks before the sandbox and the model load: bad input fails in a second.
     from coopcode.core.adapters import check_adapter
-    from coopcode.train import checkpoint as ckpt
-    from coopcode.train.data import load_training_problems
-    from coopcode.train.run import resolve_config
+    from coopcode.training import checkpoint as ckpt
+    from coopcode.training.data import load_training_problems
+    from coopcode.training.run import resolve_config
 
     config = resolve_config(config, folder, resume, explicit)
     load_training_problems(config.problems, config.limit)
@@ -194,7 +194,7 @@ def checkpoints_list(folder: RunsFolder, as_json: JsonOutput) -> None:
     step, total_steps, reward_mean, adapters, resumable_step, manifest.
     """
     from coopcode.display.listing import print_listing
-    from coopcode.train.saved_runs import DEFAULT_ROOT, check_root, list_checkpoints
+    from coopcode.training.saved_runs import DEFAULT_ROOT, check_root, list_checkpoints
 
     root = Path(folder.root)
     if root != DEFAULT_ROOT and not root.exists():  # a fresh checkout has no checkpoints/ yet
@@ -226,7 +226,7 @@ def checkpoints_show(
     curves: CurvesPlot,
 ) -> None:
     """One run: its base model, algorithm, settings, adapters and training curve."""
-    from coopcode.train.saved_runs import find_checkpoint, plot_curves, reward_curve
+    from coopcode.training.saved_runs import find_checkpoint, plot_curves, reward_curve
 
     info = find_checkpoint(run, Path(folder.root))
     curve = reward_curve(info.metrics_history())

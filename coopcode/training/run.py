@@ -15,11 +15,11 @@ from coopcode.core.events import Emit, Finished, Log, Progress, Started, ignore
 from coopcode.core.files import append_line, no_space, write_failure
 from coopcode.core.run_lock import RunLock
 from coopcode.problems import Problem
-from coopcode.train import checkpoint as ckpt
-from coopcode.train.config import TrainConfig, flag
-from coopcode.train.data import load_training_problems
-from coopcode.train.guards import CollapseWatch, collapse_warnings
-from coopcode.train.metrics import MetricsLog
+from coopcode.training import checkpoint as ckpt
+from coopcode.training.config import TrainConfig, flag
+from coopcode.training.data import load_training_problems
+from coopcode.training.guards import CollapseWatch, collapse_warnings
+from coopcode.training.metrics import MetricsLog
 
 # Fields --resume may change; everything else must match the saved run (or the resumed run
 # would not be the run that was started).
@@ -87,7 +87,7 @@ def open_rollout_engine(config: TrainConfig, progress: Any = None) -> tuple[Any,
     or servers: they sample, and a separate transformers copy of the model computes the
     gradients (`EngineKind.rollouts` says which)."""
     from coopcode.engines import engine_kind, load_engine
-    from coopcode.train.policy import TransformersPolicy
+    from coopcode.training.policy import TransformersPolicy
 
     kind = engine_kind(config.rollout_engine)
     kw: dict[str, Any] = {"deterministic": True} if config.deterministic else {}
@@ -100,8 +100,8 @@ def open_rollout_engine(config: TrainConfig, progress: Any = None) -> tuple[Any,
 
 
 def make_trainer(engine: Any, config: TrainConfig, problems: list[Problem], **kw: Any) -> Any:
-    from coopcode.train.grpo import GRPOTrainer
-    from coopcode.train.magrpo import MAGRPOTrainer
+    from coopcode.training.grpo import GRPOTrainer
+    from coopcode.training.magrpo import MAGRPOTrainer
 
     cls = GRPOTrainer if config.algo == "grpo" else MAGRPOTrainer
     return cls(engine, config, problems, **kw)
@@ -191,12 +191,12 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
            progress: Any) -> TrainResult:
     config = resolve_config(config, out, resume, explicit)
     problems = load_training_problems(config.problems, config.limit)
-    from coopcode.train import validation as val
+    from coopcode.training import validation as val
 
     eval_problems = val.load_eval_problems(config) if config.eval_every else []
     state_dir = ckpt.latest_state(out) if resume else None
     state_info = json.loads((state_dir / "state.json").read_text()) if state_dir else {}
-    from coopcode.train.distributed import init_ranks
+    from coopcode.training.distributed import init_ranks
 
     ranks = init_ranks()  # torchrun: this process's share; alone: rank 0 of 1
     if not ranks.main:
@@ -241,7 +241,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
                                   cancel=cancel)
         validate.warn_overlap(problems)
 
-    from coopcode.train.magrpo import TrainingStopped
+    from coopcode.training.magrpo import TrainingStopped
 
     started, first_step = time.time(), trainer.step
     stopped = False
