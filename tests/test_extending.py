@@ -17,6 +17,8 @@ def test_the_readme_extension_example_registers_and_uses_a_reward_a_scheme_and_a
     readme = (REPO / "README.md").read_text()
     found = re.search(r"## Extending coopcode.*?```python\n(.*?)```", readme, re.S)
     assert found is not None, "README has no Extending coopcode example"
+    imported = re.findall(r"^(?:from|import) (\S+)", found.group(1), re.M)
+    assert set(imported) == {"dataclasses", "coopcode"}, imported  # only from coopcode itself
     done = subprocess.run([sys.executable, "-c", found.group(1)], capture_output=True, text=True,
                           cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
