@@ -22,7 +22,9 @@ from rich.table import Table
 from rich.text import Text
 
 from coopcode.core import events as ev
+from coopcode.evaluation.report import format_ci, format_se
 from coopcode.rewards import format_terms
+from coopcode.schemes import has_helper
 
 STATUS_STYLE = {
     "passed": "bold green",
@@ -120,8 +122,6 @@ def print_solve(console: Console, result: dict[str, Any]) -> None:
     verdict = result.get("verdict") or {}
     scheme = result["scheme"]
     parts: list[Any] = []
-    from coopcode.schemes import has_helper
-
     if has_helper(scheme):
         parts.append(code_panel("helper", result["helper_code"], "blue"))
     parts.append(code_panel("main" if has_helper(scheme) else "single agent", result["main_code"], "green"))
@@ -201,8 +201,6 @@ def bench_table(summary: dict[str, Any]) -> Table:
     Long rather than the paper's wide layout: with an interval per number, four k values
     side by side do not fit a terminal (report.md keeps the paper's table too)."""
     from rich import box
-
-    from coopcode.evaluation.report import format_ci, format_se
 
     ks = summary["ks"]
     table = Table(title="pass@k / acc@k", title_justify="left", box=box.SIMPLE_HEAD,
