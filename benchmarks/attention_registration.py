@@ -22,8 +22,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=2)
     args = ap.parse_args()
 
-    from coopcode.engines.flat_step import ATTENTION, register_attention
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
+    from coopcode.engines.embedded.flat_step import ATTENTION, register_attention
 
     engine = TransformersEngine(None)
     model = engine.base

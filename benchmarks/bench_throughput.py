@@ -102,7 +102,7 @@ def vllm_part(args: Any) -> None:
     from pathlib import Path
 
     from coopcode.engines import load_engine
-    from coopcode.engines.vllm_server import VLLMServer
+    from coopcode.engines.served.vllm_server import VLLMServer
     from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
 
     problems = load_humaneval("test")[:8]
@@ -143,7 +143,7 @@ def vllm_part(args: Any) -> None:
 
 def kernels_part(engine: Any, sandbox: Sandbox, reps: int, max_new_tokens: int) -> None:
     """The bench's kind of work with the batch's forwards on plain weights, then as shipped."""
-    from coopcode.engines.transformers_engine import without_copies
+    from coopcode.engines.embedded.kernels import without_copies
 
     shipped = dict(engine.kernels)
     plain = without_copies(shipped)

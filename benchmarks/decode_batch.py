@@ -10,7 +10,7 @@ For each batch size B, in one process, interleaved:
 - ours on plain weights: the same, with the forwards on the weights as stored (what the
   engine did before it measured copies of them faster: oneDNN for a batch instead of
   prepacked weights, torch's own kernels for one token instead of a bf16 copy; printed only
-  where it chose a copy, `coopcode.engines.weight_copies`).
+  where it chose a copy, `coopcode.engines.embedded.kernel_weights`).
 Prints tokens/s for each and ours/reference: how much of the hardware's decode rate the
 engine delivers at that batch size.
 """
@@ -51,7 +51,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from coopcode.engines import GenerationRequest, SamplingParams
-    from coopcode.engines.transformers_engine import TransformersEngine, without_copies
+    from coopcode.engines.embedded.engine import TransformersEngine
+    from coopcode.engines.embedded.kernels import without_copies
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
 

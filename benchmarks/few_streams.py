@@ -10,7 +10,7 @@ HumanEval prompts submitted together (with `--adapters DIR`, a checkpoint with `
 decode rate while all R rows decode (from the moment the last row streams its first token
 to the moment the first row streams its last: no prompt work inside). Interleaved, best of
 `--runs`, for each kernel the engine may choose for such steps (`choose_kernels`' "few":
-the fused step, `coopcode.engines.fused_decode`, and the batch's kernels, which ran these
+the fused step, `coopcode.engines.embedded.fused_decode`, and the batch's kernels, which ran these
 steps before it). Prints each way's tok/s and its ratio to the batch's kernels.
 
 `--emulate-avx2`: torch, oneDNN and MKL held to AVX2 (as `single_stream.py`), where the
@@ -63,8 +63,8 @@ def main() -> None:
     import torch
 
     import coopcode  # noqa: F401 - sets OMP_WAIT_POLICY before torch loads
-    from coopcode.engines.transformers_engine import TransformersEngine
-    from coopcode.engines.weight_copies import WAYS
+    from coopcode.engines.embedded.engine import TransformersEngine
+    from coopcode.engines.embedded.kernel_weights import WAYS
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
 

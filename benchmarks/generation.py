@@ -25,7 +25,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from coopcode.engines import GenerationRequest, SamplingParams
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
 

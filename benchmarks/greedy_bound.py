@@ -49,7 +49,7 @@ def peak_rate(engine: Any, layers: int, head: int) -> tuple[float, float]:
     2048 product in the model's format; best of 3 each."""
     import torch
 
-    from coopcode.engines.transformers_engine import on_kernels
+    from coopcode.engines.embedded.kernels import on_kernels
 
     def best(f: Any) -> float:
         f()
@@ -61,7 +61,7 @@ def peak_rate(engine: Any, layers: int, head: int) -> tuple[float, float]:
         return min(times)
 
     ids = torch.zeros(1, 512, dtype=torch.long)
-    with torch.inference_mode(), on_kernels(engine.kernels["many"][0], engine.copies):
+    with torch.inference_mode(), on_kernels(engine.kernels["many"][0], engine.kernel_weights):
         model_s = best(lambda: engine.base(input_ids=ids, use_cache=False, logits_to_keep=1))
     a = torch.randn(2048, 2048, dtype=engine.base.dtype)
     square_s = best(lambda: a @ a)

@@ -36,7 +36,7 @@ def make_adapter(base_path: str, dest: Path, rank: int, seed: int) -> None:
 
 def run_case(case: str, adapters: list[str]) -> dict:
     from coopcode.engines import GenerationRequest, SamplingParams
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
     from coopcode.train.metrics import peak_rss_mb

@@ -67,14 +67,14 @@ def prefix_oracle(engine: Any, problems: int) -> None:
 def forward_sizes(engine: Any, sizes: list[int], reps: int = 3) -> None:
     import torch
 
-    from coopcode.engines.transformers_engine import on_kernels
+    from coopcode.engines.embedded.kernels import on_kernels
 
     print(f"one forward of T tokens on the batch's kernels ({engine.kernels['many'][0]}), "
           f"best of {reps}:")
     for n in sizes:
         ids = torch.zeros(1, n, dtype=torch.long)
         keep = torch.tensor([n - 1])
-        with torch.inference_mode(), on_kernels(engine.kernels["many"][0], engine.copies):
+        with torch.inference_mode(), on_kernels(engine.kernels["many"][0], engine.kernel_weights):
             engine.base(input_ids=ids, use_cache=False, logits_to_keep=keep)
             best = float("inf")
             for _ in range(reps):
@@ -90,7 +90,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="32,64,128,256,384,512,1024")
     args = ap.parse_args()
 
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
 
     engine = TransformersEngine(None)
     try:

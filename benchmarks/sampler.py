@@ -8,7 +8,7 @@ noise, the 0.5B model's vocabulary) and the same per-row settings (T=0.8, top-p 
 - reference: the sampler as it was before (every step: the logits copied to float32, an
   argmax and the temperature over all rows, `torch.logsumexp` and `torch.topk`, each a
   fresh [rows, vocabulary] tensor);
-- ours: `coopcode.engines.batching.pick_tokens` with its `Workspace` (the same arithmetic
+- ours: `coopcode.engines.embedded.batching.pick_tokens` with its `Workspace` (the same arithmetic
   in buffers kept from step to step; the log-normalizer from the top-k's max).
 Prints ms per step for each, the ratio, and whether both drew the same tokens.
 
@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 import coopcode  # noqa: F401 - before torch: it sets how OpenMP threads wait
-from coopcode.engines.batching import TOP_K_PREFILTER, Workspace, _nucleus, pick_tokens
+from coopcode.engines.embedded.batching import TOP_K_PREFILTER, Workspace, _nucleus, pick_tokens
 
 
 class Settings:
@@ -123,7 +123,7 @@ def ops_breakdown(rows: int, vocab: int, reps: int) -> None:
 def engine_rates(batches: list[int], steps: int) -> None:
     """Tokens/s of the engine's sampling with each sampler, interleaved, best of 3."""
     from coopcode.engines import GenerationRequest, SamplingParams, batching
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
 

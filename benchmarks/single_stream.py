@@ -11,7 +11,7 @@ token to its last), interleaved, best of `--runs`, in these ways:
   (`choose_kernels`), and idle threads releasing their OpenMP workers (`cpu_threads`);
 - each other kernel the engine may choose for a one-token forward here (oneDNN, torch's
   own, oneDNN on prepacked weights, a bf16 copy of an fp32 model's weights:
-  `coopcode.engines.weight_copies`; the fused step, `coopcode.engines.fused_decode`, whose
+  `coopcode.engines.embedded.kernel_weights`; the fused step, `coopcode.engines.embedded.fused_decode`, whose
   rows under an adapter run the fastest other kernel);
 - idle threads keeping their OpenMP workers (before `cpu_threads.release`).
 Each way's limit is that of the weights it reads (a bf16 copy reads half of fp32's bytes,
@@ -74,9 +74,9 @@ def main() -> None:
     import torch
     from number_formats import bytes_per_token, read_bandwidth  # this folder is on sys.path
 
-    from coopcode.engines import cpu_threads
-    from coopcode.engines.transformers_engine import TransformersEngine
-    from coopcode.engines.weight_copies import WAYS
+    from coopcode.engines.embedded import cpu_threads
+    from coopcode.engines.embedded.engine import TransformersEngine
+    from coopcode.engines.embedded.kernel_weights import WAYS
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
 

@@ -51,7 +51,7 @@ def show(name: str, seconds: float, problems: int, metrics: list[dict[str, float
 
 
 def batch_part(args: Any, problems: list[Any], sandbox: Any) -> None:
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
 
     n = len(problems)
     print(f"\n== batch: {n} problems, G={args.G}, max_new_tokens={args.max_new_tokens}")
@@ -66,9 +66,9 @@ def batch_part(args: Any, problems: list[Any], sandbox: Any) -> None:
 
 
 def vllm_part(args: Any, problems: list[Any], sandbox: Any) -> None:
-    from coopcode.engines.openai_engine import OpenAIEngine
-    from coopcode.engines.transformers_engine import TransformersEngine
-    from coopcode.engines.vllm_server import VLLMServer
+    from coopcode.engines.embedded.engine import TransformersEngine
+    from coopcode.engines.served.openai_engine import OpenAIEngine
+    from coopcode.engines.served.vllm_server import VLLMServer
     from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
     from coopcode.train.policy import TransformersPolicy
 
@@ -94,7 +94,7 @@ def vllm_part(args: Any, problems: list[Any], sandbox: Any) -> None:
 CHILD = """
 import json, sys, time
 import coopcode
-from coopcode.engines.transformers_engine import TransformersEngine
+from coopcode.engines.embedded.engine import TransformersEngine
 from coopcode.problems import load_problems
 from coopcode.train.config import TrainConfig
 from coopcode.train.magrpo import MAGRPOTrainer

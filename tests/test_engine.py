@@ -14,11 +14,8 @@ from engine_trace import traced
 
 from coopcode.core.errors import ModelError
 from coopcode.engines import GenerationRequest, SamplingParams
-from coopcode.engines.transformers_engine import (
-    TransformersEngine,
-    cpu_has_bf16,
-    pick_device_and_dtype,
-)
+from coopcode.engines.embedded.cpu_format import cpu_has_bf16, pick_device_and_dtype
+from coopcode.engines.embedded.engine import TransformersEngine
 
 
 def _prompt(engine: TransformersEngine, text: str = "Write a function.") -> str:
@@ -147,13 +144,32 @@ def test_the_number_format_is_measured_once_per_machine(tmp_path: Path, kernel_m
     assert pick_device_and_dtype("cpu", "float32")[1] == torch.float32  # --dtype decides
     # Held to AVX2 (torch, oneDNN and MKL, as on an AVX2-only EPYC), bf16 is emulated and
     # fp32 wins the full batch.
-    code = ("from coopcode.engines.transformers_engine import measured_cpu_dtype as m; "
+    code = ("from coopcode.engines.embedded.cpu_format import measured_cpu_dtype as m; "
             "print(m())")
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2",
-           "MKL_ENABLE_INSTRUCTIONS": "AVX2", "XDG_CACHE_HOME": str(tmp_path / "avx2")}
+           "MKL_ENABLE_INSTRUCTIONS": "AVX2", "COOPCODE_KERNEL_FILE": str(tmp_path / "avx2.json")}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.stdout.strip() == "float32", done.stderr[-2000:]
+
+
+def test_the_measurements_are_kept_in_coopcode_s_cache(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The measured number format (and kernels) go where every other cache of coopcode goes:
+    $COOPCODE_CACHE when it is set (they went to ~/.cache whatever it said), else
+    ~/.cache/coopcode (XDG_CACHE_HOME's), the file machines measured before still read."""
+    from coopcode.engines.embedded.cpu_format import cpu_key, kernel_file, measured_cpu_dtype
+
+    monkeypatch.delenv("COOPCODE_KERNEL_FILE")  # (the suite's: this machine's measurements)
+    monkeypatch.delenv("COOPCODE_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert kernel_file() == tmp_path / "xdg" / "coopcode" / "cpu-format.json"
+    monkeypatch.setenv("COOPCODE_CACHE", str(tmp_path / "cache"))
+    assert kernel_file() == tmp_path / "cache" / "cpu-format.json"
+    dtype = measured_cpu_dtype()
+    known = json.loads((tmp_path / "cache" / "cpu-format.json").read_text())
+    assert known[cpu_key()]["dtype"] == dtype
+    assert not (tmp_path / "xdg").exists()
 
 
 def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
@@ -164,7 +180,7 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
     is as it was after each."""
     import torch
 
-    from coopcode.engines import weight_copies
+    from coopcode.engines.embedded import kernel_weights
 
     engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
     try:
@@ -179,19 +195,19 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
             assert entry["kernels"][kind] == order[:ends] == engine.kernels[kind]
         assert set(entry["seconds"]) in ({"one", "many"}, {"one", "few", "many"})
         assert engine.describe()["kernels"] == engine.kernels  # what a bench's meta.json says
-        assert ("packed" in times) == weight_copies.can_pack(torch.bfloat16)
+        assert ("packed" in times) == kernel_weights.can_pack(torch.bfloat16)
         assert "bf16" not in entry["seconds"]["one"]  # the model is bf16 already
         used = {way for ways in engine.kernels.values() for way in ways}
-        assert (engine.copies is not None) == bool({"packed", "fused"} & used)
-        assert engine.copies is None or engine.copies.ways == {"packed", "fused"} & used
-        if weight_copies.can_pack(torch.bfloat16):
+        assert (engine.kernel_weights is not None) == bool({"packed", "fused"} & used)
+        assert engine.kernel_weights is None or engine.kernel_weights.ways == {"packed", "fused"} & used
+        if kernel_weights.can_pack(torch.bfloat16):
             engine.add_copies({"packed"})
-        many = "packed" if weight_copies.can_pack(torch.bfloat16) else "onednn"
+        many = "packed" if kernel_weights.can_pack(torch.bfloat16) else "onednn"
         engine.kernels = {"one": ["aten"], "many": [many]}  # as measured on an EPYC with native bf16
         seen: list[tuple[int, bool, object]] = []
         hook = engine.base.register_forward_pre_hook(
             lambda _m, _a, kw: seen.append((kw["input_ids"].shape[1], torch.backends.mkldnn.enabled,
-                                            getattr(weight_copies._state, "way", None))),
+                                            getattr(kernel_weights._copy_in_use, "way", None))),
             with_kwargs=True)
         prompt = _prompt(engine)
         greedy = SamplingParams(n=1, max_new_tokens=6, temperature=0.0)
@@ -202,7 +218,7 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
         assert all(enabled == (tokens > 1) for tokens, enabled, _ in seen), seen
         assert all(way == ("packed" if tokens > 1 and many == "packed" else None)
                    for tokens, _, way in seen), seen
-        assert torch.backends.mkldnn.enabled and getattr(weight_copies._state, "way", None) is None
+        assert torch.backends.mkldnn.enabled and getattr(kernel_weights._copy_in_use, "way", None) is None
     finally:
         engine.close()
     # What was measured is what the next engine runs, and the packed copy (as much memory as
@@ -217,11 +233,11 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
         engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
         try:
             engine.batcher()
-            packs = remembered["many"] == ["packed"] and weight_copies.can_pack(torch.bfloat16)
-            assert (engine.copies is not None) == packs
-            assert engine.copies is None or engine.copies.ways == {"packed"}
+            packs = remembered["many"] == ["packed"] and kernel_weights.can_pack(torch.bfloat16)
+            assert (engine.kernel_weights is not None) == packs
+            assert engine.kernel_weights is None or engine.kernel_weights.ways == {"packed"}
             kinds = {type(m) for m in engine.base.modules() if isinstance(m, torch.nn.Linear)}
-            assert kinds == {weight_copies.CopiedLinear if packs else torch.nn.Linear}
+            assert kinds == {kernel_weights.CopiedLinear if packs else torch.nn.Linear}
         finally:
             engine.close()
 
@@ -233,10 +249,9 @@ def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
     chosen, run with oneDNN off; never where the user asked for fp32 themselves."""
     import torch
 
-    from coopcode.engines import transformers_engine as te
-    from coopcode.engines import weight_copies
+    from coopcode.engines.embedded import cpu_format, kernel_weights
 
-    kernel_memory.write({te._cpu_key(): {"dtype": "float32"}})
+    kernel_memory.write({cpu_format.cpu_key(): {"dtype": "float32"}})
     engine = TransformersEngine(str(tiny_model_dir), max_batch=4)  # the format measured: fp32
     try:
         assert engine.dtype == torch.float32 and not engine.dtype_chosen
@@ -245,14 +260,14 @@ def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
         key, entry = kernel_memory.kernels_entry()
         assert "| bf16 copy" in key and "bf16" in entry["seconds"]["one"]
         assert "bf16" not in entry["seconds"]["many"]
-        assert (engine.copies is not None and "bf16" in engine.copies.ways) == (
+        assert (engine.kernel_weights is not None and "bf16" in engine.kernel_weights.ways) == (
             "bf16" in engine.kernels["one"])
         engine.add_copies({"bf16"})
         engine.kernels = {"one": ["bf16"], "many": ["onednn"]}
         seen: list[tuple[int, bool, object]] = []
         hook = engine.base.register_forward_pre_hook(
             lambda _m, _a, kw: seen.append((kw["input_ids"].shape[1], torch.backends.mkldnn.enabled,
-                                            getattr(weight_copies._state, "way", None))),
+                                            getattr(kernel_weights._copy_in_use, "way", None))),
             with_kwargs=True)
         greedy = SamplingParams(n=1, max_new_tokens=6, temperature=0.0)
         engine.generate([GenerationRequest(_prompt(engine), greedy)])
@@ -273,7 +288,7 @@ def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
         try:
             engine.batcher()
             assert engine.kernels["one"] == [one]
-            assert (engine.copies.ways if engine.copies else set()) == ({"bf16"} if one == "bf16" else set())
+            assert (engine.kernel_weights.ways if engine.kernel_weights else set()) == ({"bf16"} if one == "bf16" else set())
         finally:
             engine.close()
     # `--dtype float32`: every product in fp32, as asked.
@@ -281,9 +296,9 @@ def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
     try:
         engine.batcher()
         assert not {"bf16", "fused"} & set(engine.kernels["one"])
-        assert engine.copies is None or not engine.copies.ways & {"bf16", "fused"}
+        assert engine.kernel_weights is None or not engine.kernel_weights.ways & {"bf16", "fused"}
         assert all(m.coop_bf16 is None for m in engine.base.modules()
-                   if isinstance(m, weight_copies.CopiedLinear))
+                   if isinstance(m, kernel_weights.CopiedLinear))
     finally:
         engine.close()
 
@@ -300,19 +315,19 @@ def test_copies_of_the_weights_compute_what_the_plain_ones_do(tiny_model_dir: Pa
 
     import torch
 
-    from coopcode.engines import weight_copies
+    from coopcode.engines.embedded import kernel_weights
 
-    if way == "packed" and not weight_copies.can_pack(getattr(torch, dtype)):
+    if way == "packed" and not kernel_weights.can_pack(getattr(torch, dtype)):
         pytest.skip(f"oneDNN cannot pack {dtype} weights on this CPU")
     engine = TransformersEngine(str(tiny_model_dir), dtype=dtype, max_batch=4)
     ids = torch.tensor([engine.encode(_prompt(engine))])
     with torch.inference_mode():
         plain = engine.base(input_ids=ids).logits.float()
-    copies = weight_copies.WeightCopies(engine.base, {way})
-    assert copies.layers and all(type(m) is weight_copies.CopiedLinear for m in copies.layers)
+    copies = kernel_weights.KernelWeights(engine.base, {way})
+    assert copies.layers and all(type(m) is kernel_weights.CopiedLinear for m in copies.layers)
     used: list[object] = []
     hook = copies.layers[0].register_forward_hook(
-        lambda m, _a, _o: used.append(getattr(weight_copies._state, "way", None)))
+        lambda m, _a, _o: used.append(getattr(kernel_weights._copy_in_use, "way", None)))
     with torch.inference_mode():
         with copies.active(way):
             ours = engine.base(input_ids=ids).logits.float()
@@ -344,7 +359,7 @@ def test_copies_of_the_weights_compute_what_the_plain_ones_do(tiny_model_dir: Pa
     assert not copies.ways and all(m.coop_packed is None and m.coop_bf16 is None for m in copies.layers)
     copies.remove()
     assert all(type(m) is torch.nn.Linear and not any(a.startswith("coop_") for a in vars(m))
-               for m in weight_copies.plain_linears(engine.base))
+               for m in kernel_weights.plain_linears(engine.base))
     engine.close()
 
 
@@ -354,7 +369,7 @@ def test_an_idle_thread_gives_its_cpu_workers_back(tiny_model_dir: Path) -> None
     them go, and the engine's decode loop and the threads that submit to it both call it."""
     import torch
 
-    from coopcode.engines import cpu_threads
+    from coopcode.engines.embedded import cpu_threads
 
     if torch.get_num_threads() < 2:
         pytest.skip("one CPU thread: no OpenMP workers to give back")
@@ -413,8 +428,8 @@ def test_two_adapters_on_one_base(tiny_model_dir: Path, tmp_path: Path) -> None:
     assert texts[0] == texts[3]
     assert len({texts[0], texts[1], texts[2]}) == 3
     # One base in memory: the adapters are a tiny fraction of it.
-    base_params = sum(p.numel() for n, p in engine.net.named_parameters() if "lora_" not in n)
-    lora_params = sum(p.numel() for n, p in engine.net.named_parameters() if "lora_" in n)
+    base_params = sum(p.numel() for n, p in engine.peft.named_parameters() if "lora_" not in n)
+    lora_params = sum(p.numel() for n, p in engine.peft.named_parameters() if "lora_" in n)
     assert lora_params < 0.05 * base_params
 
 
@@ -451,18 +466,18 @@ def test_batched_greedy_matches_the_model_on_each_prompt_alone(tiny_engine: Tran
     to within that rounding either is greedy (an exact comparison with `generate` would fail
     on such a near-tie now and then). Teacher forcing checks every step even after one."""
 
-    from coopcode.engines import weight_copies
+    from coopcode.engines.embedded import kernel_weights
 
     prompts = [_prompt(tiny_engine), _prompt(tiny_engine, "A much longer and different prompt, "
                                                           "so that the first one is padded.")]
     params = SamplingParams(n=2, max_new_tokens=12, temperature=0.0)
     tiny_engine.batcher()
-    chosen, copies = dict(tiny_engine.kernels), tiny_engine.copies
+    chosen, copies = dict(tiny_engine.kernels), tiny_engine.kernel_weights
     had = set(copies.ways) if copies is not None else set()
     ways = ["onednn", "aten", "bf16"]
-    if weight_copies.can_pack(tiny_engine.base.dtype):
+    if kernel_weights.can_pack(tiny_engine.base.dtype):
         ways.append("packed")
-    tiny_engine.add_copies(set(ways) & set(weight_copies.WAYS))
+    tiny_engine.add_copies(set(ways) & set(kernel_weights.WAYS))
     try:
         for way in ways:  # every kernel the engine may choose, for both kinds of forward
             tiny_engine.kernels = {"one": [way], "many": [{"bf16": "onednn"}.get(way, way)]}
@@ -473,8 +488,8 @@ def test_batched_greedy_matches_the_model_on_each_prompt_alone(tiny_engine: Tran
     finally:
         tiny_engine.kernels = chosen
         if copies is None:
-            tiny_engine.copies.remove()
-            tiny_engine.copies = None
+            tiny_engine.kernel_weights.remove()
+            tiny_engine.kernel_weights = None
         else:
             copies.keep(had)
 
@@ -540,30 +555,29 @@ def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
     ones first (a batch's speed is what benches and training wait on)."""
     import torch
 
-    from coopcode.engines import fused_decode, weight_copies
-    from coopcode.engines import transformers_engine as te
+    from coopcode.engines.embedded import cpu_format, fused_decode, kernel_weights
 
-    kernel_memory.write({te._cpu_key(): {"dtype": "float32"}})
+    kernel_memory.write({cpu_format.cpu_key(): {"dtype": "float32"}})
     engine = TransformersEngine(str(tiny_model_dir), max_batch=4)  # fp32, measured
     try:
-        packed = weight_copies.copy_bytes(engine.base, ["packed"])
-        bf16 = weight_copies.copy_bytes(engine.base, ["bf16"])
+        packed = kernel_weights.copy_bytes(engine.base, ["packed"])
+        bf16 = kernel_weights.copy_bytes(engine.base, ["bf16"])
         assert packed == 2 * bf16 > 0
-        packs = weight_copies.can_pack(torch.float32)
+        packs = kernel_weights.can_pack(torch.float32)
         first = packed if packs else 0  # what the prepacked copy takes where it can be made
         # The fused step (where it runs here) shares the bf16 copy: offered with it; with bf16
         # dot products it packs those weights in pairs as well (as many bytes again).
         fused = fused_decode.unsupported(engine.base) is None
         both = {"packed", "bf16"} | ({"fused"} if fused else set())
         pairs = bf16 if fused and fused_decode.isa_level() == 2 else 0
-        assert weight_copies.copy_bytes(engine.base, ["fused"]) == bf16 + pairs
+        assert kernel_weights.copy_bytes(engine.base, ["fused"]) == bf16 + pairs
         every = first + bf16 + pairs
         cases = [(10 * every, both), (2 * every, both),
                  (2 * every - 2, {"packed"} if packs else set())]
         if packs:
             cases.append((2 * packed - 2, set()))
         for available, ways in cases:
-            monkeypatch.setattr(weight_copies, "memory_available", lambda a=available: a)
+            monkeypatch.setattr(kernel_weights, "memory_available", lambda a=available: a)
             ways = ways if packs else ways - {"packed"}
             options = engine._kernel_options()
             assert set(options["one"]) - {"onednn", "aten"} == ways, (available, options)

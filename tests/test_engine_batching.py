@@ -14,7 +14,7 @@ from engine_trace import traced
 
 from coopcode.engines import Completion, GenerationRequest, SamplingParams
 from coopcode.engines.base import Engine
-from coopcode.engines.transformers_engine import TransformersEngine
+from coopcode.engines.embedded.engine import TransformersEngine
 
 
 def _prompt(engine: TransformersEngine, text: str) -> str:
@@ -28,8 +28,17 @@ def assert_greedy(engine: TransformersEngine, prompt: str, token_ids: list[int],
     import torch
 
     ids = engine.encode(prompt)
+    inputs = torch.tensor([ids + token_ids])
+    # The PEFT model's own forward, as a trainer sharing the engine's model runs it.
     with torch.inference_mode():
-        out = engine._forward(adapter, input_ids=torch.tensor([ids + token_ids]))
+        if engine.peft is None:
+            out = engine.base(inputs)
+        elif adapter is None:
+            with engine.peft.disable_adapter():
+                out = engine.peft(inputs)
+        else:
+            engine.peft.set_adapter(adapter)
+            out = engine.peft(inputs)
     steps = out.logits[0].float()[len(ids) - 1:len(ids) - 1 + len(token_ids)]
     picked = steps.gather(-1, torch.tensor(token_ids)[:, None])[:, 0]
     gap = steps.max(dim=-1).values - picked
@@ -288,7 +297,7 @@ def test_a_program_that_never_closes_the_engine_still_exits_cleanly() -> None:
     import subprocess
     import sys
 
-    code = ("from coopcode.engines.transformers_engine import TransformersEngine\n"
+    code = ("from coopcode.engines.embedded.engine import TransformersEngine\n"
             "from coopcode.engines import GenerationRequest, SamplingParams\n"
             "e = TransformersEngine(None)\n"
             "e.generate([GenerationRequest('def f():', SamplingParams(n=4, max_new_tokens=8))])\n"
@@ -308,7 +317,7 @@ def test_the_sampler_draws_from_each_rows_nucleus_in_buffers_kept_between_steps(
     one workspace, rows of mixed settings, and bf16 logits as the model returns them."""
     import torch
 
-    from coopcode.engines.batching import TOP_K_PREFILTER, Workspace, pick_tokens
+    from coopcode.engines.embedded.batching import TOP_K_PREFILTER, Workspace, pick_tokens
 
     class Settings:
         def __init__(self, seed: int, temperature: float, top_p: float) -> None:

@@ -1,4 +1,4 @@
-"""The fused one-token decode step (`coopcode.engines.fused_decode`) on the tiny random Qwen2:
+"""The fused one-token decode step (`coopcode.engines.embedded.fused_decode`) on the tiny random Qwen2:
 the model's logits and cache on every kernel level, LoRA adapters in the step, the engine's
 use of it for lone rows, and what it refuses."""
 
@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 from adapter_helpers import make_adapter
 
-from coopcode.engines import GenerationRequest, SamplingParams, fused_decode
-from coopcode.engines.transformers_engine import TransformersEngine
+from coopcode.engines import GenerationRequest, SamplingParams
+from coopcode.engines.embedded import fused_decode
+from coopcode.engines.embedded.engine import TransformersEngine
 
 LEVEL = fused_decode.isa_level()
 
@@ -255,8 +256,8 @@ def test_the_engine_runs_decoding_rows_on_the_fused_step(
         hook = engine.base.register_forward_pre_hook(
             lambda _m, a, kw: eager.append(kw.get("input_ids", a and a[0]).shape[1]), with_kwargs=True)
         fused_rows: list[int] = []
-        step = engine.copies.fused.step
-        monkeypatch.setattr(engine.copies.fused, "step",
+        step = engine.kernel_weights.fused.step
+        monkeypatch.setattr(engine.kernel_weights.fused, "step",
                             lambda tokens, *a: fused_rows.append(len(tokens)) or step(tokens, *a))
         greedy = SamplingParams(n=1, max_new_tokens=10, temperature=0.0, seed=0)
 

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def engine(vllm_server: Any) -> Any:
-    from coopcode.engines.openai_engine import OpenAIEngine
+    from coopcode.engines.served.openai_engine import OpenAIEngine
 
     eng = OpenAIEngine(None, base_urls=[vllm_server.url], helper_model="helper", main_model="main")
     yield eng
@@ -110,7 +110,7 @@ def test_cancel_closes_the_stream(engine: Any) -> None:
 
 
 def test_429_and_500_are_retried_with_backoff(vllm_server: Any) -> None:
-    from coopcode.engines.openai_engine import OpenAIEngine
+    from coopcode.engines.served.openai_engine import OpenAIEngine
 
     root = vllm_server.url.removesuffix("/v1")
     proxy = FaultProxy(root)
@@ -122,7 +122,7 @@ def test_429_and_500_are_retried_with_backoff(vllm_server: Any) -> None:
         assert c.n_tokens > 0
         assert proxy.stats()["failed"] == 3
         proxy.fail_next(*([500] * 20))  # more than any retry budget: one clear error
-        from coopcode.engines.openai_engine import ServerError
+        from coopcode.engines.served.openai_engine import ServerError
 
         with pytest.raises(ServerError, match="keeps failing"):
             eng.generate([GenerationRequest(_prompt(eng), params)])

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from coopcode.engines.vllm_server import VLLMServer as _Server
-from coopcode.engines.vllm_server import free_port
+from coopcode.engines.served.vllm_server import VLLMServer as _Server
+from coopcode.engines.served.vllm_server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv-vllm"
@@ -32,7 +32,7 @@ def vllm_python_or_skip() -> Path:
 
 
 def vllm_env() -> dict[str, str]:
-    from coopcode.engines.vllm_server import vllm_env as env
+    from coopcode.engines.served.vllm_server import vllm_env as env
 
     return env(VENV)
 

@@ -10,7 +10,7 @@ import sys
 def main() -> None:
     model_dir, helper, main_adapter = sys.argv[1:4]
     from coopcode.engines import GenerationRequest, SamplingParams
-    from coopcode.engines.vllm_engine import VLLMEngine
+    from coopcode.engines.served.vllm_engine import VLLMEngine
 
     engine = VLLMEngine(model_dir, max_model_len=2048)
     engine.load_adapter("helper", helper)

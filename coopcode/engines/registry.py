@@ -43,12 +43,12 @@ class EngineKind:
 
 
 ENGINE_KINDS: dict[str, EngineKind] = {kind.name: kind for kind in (
-    EngineKind("transformers", "coopcode.engines.transformers_engine:TransformersEngine",
+    EngineKind("transformers", "coopcode.engines.embedded.engine:TransformersEngine",
                "transformers (default, CPU or GPU)", called="the embedded engine",
                options=("deterministic", "max_batch", "kv_cache_gb"), rollouts="in place"),
-    EngineKind("vllm", "coopcode.engines.vllm_engine:VLLMEngine",
+    EngineKind("vllm", "coopcode.engines.served.vllm_engine:VLLMEngine",
                "vllm (in-process, optional extra)"),
-    EngineKind("openai", "coopcode.engines.openai_engine:OpenAIEngine",
+    EngineKind("openai", "coopcode.engines.served.openai_engine:OpenAIEngine",
                "openai (any OpenAI-compatible server: --base-url)",
                options=("base_url", "api_key_env", "helper_model", "main_model"), served=True),
 )}

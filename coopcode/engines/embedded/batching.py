@@ -5,7 +5,7 @@ sample rows, rows *prefilling* their prompt and rows *decoding*. Each iteration
 1. admits waiting rows while there is room (`max_batch` rows, and a KV budget that counts
    the cache the rows could grow to); the n samples of one prompt (and adapter) share one
    prefill, whose cache is copied to their slots when it is done;
-2. builds one flat forward (`coopcode.engines.flat_step`): one token for every decoding row,
+2. builds one flat forward (`flat_step`): one token for every decoding row,
    then as much of the prompts being prefilled as the step's token budget leaves (a long
    prompt goes in chunks over several steps), helper, main and bare-base rows together;
 3. samples a token for every decoding row and for every row whose prefill ended, each from
@@ -28,9 +28,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from coopcode.engines import cpu_threads
 from coopcode.engines.base import Completion, Submission, derive_seed
-from coopcode.engines.flat_step import SlotCache, StepPlan
+from coopcode.engines.embedded import cpu_threads
+from coopcode.engines.embedded.flat_step import SlotCache, StepPlan
 from coopcode.engines.stops import find_stop, safe_length, stop_search_start
 
 # Decode loops still running. A program may end without closing its engine; its decode thread

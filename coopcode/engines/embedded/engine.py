@@ -2,8 +2,8 @@
 
 Helper and main are PEFT adapters on one shared base in memory (two full copies would double
 the memory for nothing); a request names its adapter, or none for the bare base. Requests go
-into a continuously batched loop (`coopcode.engines.batching`) whose every forward is one
-flat sequence (`coopcode.engines.flat_step`):
+into a continuously batched loop (`batching`) whose every forward is one
+flat sequence (`flat_step`):
 - on a CPU a forward for 32 decoding rows costs a few times one for a single row (the
   weights are read once), so tokens/s grows with the batch (up to `max_batch` rows, and a
   KV cache of `kv_cache_gb`);
@@ -16,11 +16,13 @@ flat sequence (`coopcode.engines.flat_step`):
   LoRA delta);
 - a forward of a single token (one stream, as the TUI shows), one of a few rows that all
   decode, and one of a batch each run on whichever kernels were measured fastest for it on
-  this machine and model (`choose_kernels`: oneDNN's, torch's own, oneDNN's on prepacked
-  weights, for one token of an fp32 model a bf16 copy of the weights:
-  `coopcode.engines.weight_copies`, or for decoding rows the whole step in one compiled call:
-  `coopcode.engines.fused_decode`), and threads that wait on the decode loop give their CPU
-  workers back (`coopcode.engines.cpu_threads`).
+  this machine and model (`kernels.choose_kernels`: oneDNN's, torch's own, oneDNN's on
+  prepacked weights, for one token of an fp32 model a bf16 copy of the weights:
+  `kernel_weights`, or for decoding rows the whole step in one compiled call:
+  `fused_decode`), and threads that wait on the decode loop give their CPU workers back
+  (`cpu_threads`).
+
+One step's life, and the hooks it passes through: docs/design/embedded-engine.md.
 
 Each sample draws from its own random generator, seeded from (params.seed, sample index), so
 its random draws do not depend on which batch it landed in. Its *arithmetic* does: matrix
@@ -33,270 +35,24 @@ the same seed then gives the same text whatever else is running, at the price of
 
 from __future__ import annotations
 
-import os
 import threading
-import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, nullcontext
-from functools import partial
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from coopcode.core.errors import ModelError
-from coopcode.engines import cpu_threads
 from coopcode.engines.base import Engine, GenerationRequest, SampleDelta, Submission
-from coopcode.engines.batching import ContinuousBatcher
-from coopcode.engines.flat_step import ATTENTION, SlotCache, TokenLora, register_attention
+from coopcode.engines.embedded import cpu_threads, kernels
+from coopcode.engines.embedded.batching import ContinuousBatcher
+from coopcode.engines.embedded.cpu_format import pick_device_and_dtype
+from coopcode.engines.embedded.flat_step import (
+    SlotCache,
+    StepPlan,
+    TokenLora,
+    route_attention_to_slots,
+)
+from coopcode.engines.embedded.kernels import ForwardKind, Kernel, Ranking
 from coopcode.models import ResolvedModel, resolve_model
-
-
-def cpu_has_bf16() -> bool:
-    """Whether the CPU has native bf16 instructions and torch may use them
-    (`ATEN_CPU_CAPABILITY=avx2` makes an AVX-512 machine run as an AVX2-only one)."""
-    import torch
-
-    if not torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
-        return False
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return any(f in flags for f in ("avx512_bf16", "amx_bf16"))
-
-
-FORMAT_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "coopcode" / "cpu-format.json"
-
-
-def _cpu_key() -> str:
-    """What decides which number format is fastest: the CPU, the kernels torch may use, torch."""
-    import torch
-
-    model = "unknown cpu"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    held = [f"{v}={os.environ[v]}" for v in ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
-            if os.environ.get(v)]
-    return " | ".join([model, torch.backends.cpu.get_cpu_capability(), f"bf16 {cpu_has_bf16()}",
-                       *held, f"torch {torch.__version__}", f"threads {torch.get_num_threads()}"])
-
-
-def time_cpu_formats(rows: int = 32, d_in: int = 896, d_out: int = 4864, reps: int = 6) -> dict[str, float]:
-    """Seconds for one `rows` x `d_in` by `d_in` x `d_out` product (a 0.5B model's MLP, a
-    full batch's rows) in bf16 and in fp32: the best of `reps` rounds of 4."""
-    import torch
-    import torch.nn.functional as F
-
-    seconds = {}
-    with torch.inference_mode():
-        for name in ("bfloat16", "float32"):
-            dt = getattr(torch, name)
-            gen = torch.Generator().manual_seed(0)
-            x = torch.randn(rows, d_in, generator=gen).to(dt)
-            w = torch.randn(d_out, d_in, generator=gen).to(dt)
-            F.linear(x, w)  # kernel selection, first-touch
-            best = float("inf")
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                for _ in range(4):
-                    F.linear(x, w)
-                best = min(best, (time.perf_counter() - t0) / 4)
-            seconds[name] = best
-    return seconds
-
-
-def _format_cache() -> dict[str, Any]:
-    """All FORMAT_CACHE holds ({} if nothing, or the file is unreadable)."""
-    import json
-
-    try:
-        known = json.loads(FORMAT_CACHE.read_text())
-    except (OSError, ValueError):
-        return {}
-    return known if isinstance(known, dict) else {}
-
-
-def _remembered(key: str) -> dict[str, Any]:
-    """What FORMAT_CACHE holds for `key` ({} if nothing)."""
-    entry = _format_cache().get(key)
-    return entry if isinstance(entry, dict) else {}
-
-
-def _remember(key: str, entry: dict[str, Any]) -> None:
-    """Store `entry` under `key` in FORMAT_CACHE (written whole, then renamed; a failure only
-    means measuring again next time)."""
-    import json
-
-    known = _format_cache()
-    known[key] = entry
-    try:
-        FORMAT_CACHE.parent.mkdir(parents=True, exist_ok=True)
-        tmp = FORMAT_CACHE.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(known, indent=1))
-        tmp.replace(FORMAT_CACHE)
-    except OSError:
-        pass
-
-
-def measured_cpu_dtype() -> str:
-    """The number format the embedded engine runs in on this CPU: bf16 or fp32, whichever
-    multiplies a full batch faster here, measured once per machine (and torch, and thread
-    count) and remembered in FORMAT_CACHE. A full batch, because benches and training spend
-    their time there: on a CPU with native bf16 that is bf16; on an AVX2-only CPU torch
-    emulates bf16 and fp32 is faster (BENCHMARKS.md, "Number formats")."""
-    key = _cpu_key()
-    known = _remembered(key)
-    if known.get("dtype") in ("bfloat16", "float32"):
-        return str(known["dtype"])
-    seconds = time_cpu_formats()
-    choice = "bfloat16" if seconds["bfloat16"] < seconds["float32"] else "float32"
-    _remember(key, {"dtype": choice, "seconds": seconds})
-    return choice
-
-
-def choose_kernels(model: Any, key: str, options: dict[str, list[str]],
-                   make_copies: Callable[[set[str]], Any], reps: int = 3
-                   ) -> tuple[dict[str, list[str]], Any]:
-    """The matrix kernels of the decode loop's forwards here, per kind of forward: "one"
-    (a single token: one stream), "few" (2 to `FusedDecoder.max_rows` rows that each decode
-    a token, no prompt among them; offered with the fused step) and "many" (any other
-    batch), each from `options[kind]`: "onednn" (torch's default on a CPU), "aten"
-    (torch's own, oneDNN switched off), or one that multiplies by a copy of the weights
-    (`coopcode.engines.weight_copies`, made by `make_copies`): "packed" (oneDNN on prepacked
-    weights) or "bf16" (a bf16 copy of fp32 weights on torch's own kernels); or "fused" (the
-    whole step of those rows in one compiled call, `coopcode.engines.fused_decode`). Timed on
-    `model` itself (best of `reps` forwards of 1, `max_rows` and 32 tokens: "few" at its most
-    rows, where the fused step gains least) and remembered under `key`.
-
-    Returns, per kind, its kernels fastest first down to the first that runs any row (`ranked`:
-    a step runs on the first of them that can run its rows), and the weight copies those use
-    (made only then: they cost memory), or None.
-
-    A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
-    with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
-    where torch's own kernel took 7.3, and the whole one-token forward 70 against 41 ms,
-    while for 32 rows oneDNN is several times faster (BENCHMARKS.md, "A single stream"); its
-    prepacked weights are faster again for a batch (BENCHMARKS.md, "Prepacked weights"); held
-    to AVX2, where the model runs in fp32, a bf16 copy reads half the bytes for one row
-    (BENCHMARKS.md, "A single stream on an AVX2-only CPU")."""
-    import torch
-
-    from coopcode.engines.fused_decode import MAX_ROWS
-    from coopcode.engines.weight_copies import WAYS
-
-    known: Any = _remembered(key).get("kernels")
-    if _is_ranking(known, options):
-        choice = {k: [str(w) for w in known[k]] for k in options}
-        used = {w for ways in choice.values() for w in ways} & set(WAYS)
-        return choice, make_copies(used) if used else None
-    if not torch.backends.mkldnn.is_available():
-        return {"one": ["aten"], "many": ["onednn"]}, None
-    offered = {w for ways in options.values() for w in ways} & set(WAYS)
-    copies = make_copies(offered) if offered else None
-    seconds: dict[str, dict[str, float]] = {}
-    few = copies.fused.max_rows if copies is not None and copies.fused is not None else MAX_ROWS
-    tokens = {"one": 1, "few": few, "many": 32}
-    with torch.inference_mode():
-        for kind, ways in options.items():
-            ids = torch.zeros(1, tokens[kind], dtype=torch.long, device=model.device)
-            for way in ways:
-                if way in WAYS and (copies is None or way not in copies.ways):
-                    continue  # a copy that could not be made here
-                forward = (partial(copies.fused.scratch_step, tokens[kind])
-                           if way == "fused" and copies is not None
-                           else partial(model, input_ids=ids, use_cache=False))
-                with on_kernels(way, copies):
-                    forward()  # kernel selection, first touch
-                    best = float("inf")
-                    for _ in range(reps):
-                        t0 = time.perf_counter()
-                        forward()
-                        best = min(best, time.perf_counter() - t0)
-                seconds.setdefault(kind, {})[way] = best
-    choice = {kind: ranked(times) for kind, times in seconds.items()}
-    _remember(key, {"kernels": choice, "seconds": seconds})
-    if copies is not None:
-        copies.keep({w for ways in choice.values() for w in ways})  # the others' memory goes back
-        if not copies.ways:
-            copies.remove()
-            copies = None
-    return choice, copies
-
-
-# The one kernel that does not run every row: the fused step refuses rows under an adapter it
-# cannot apply (`FusedDecoder.runs`).
-PARTIAL_WAYS = frozenset({"fused"})
-
-
-def ranked(seconds: dict[str, float]) -> list[str]:
-    """Kernels fastest first, down to the first that runs any row (those after it never run)."""
-    order = sorted(seconds, key=seconds.__getitem__)
-    general = next((i for i, way in enumerate(order) if way not in PARTIAL_WAYS), len(order) - 1)
-    return order[:general + 1]
-
-
-def _is_ranking(known: Any, options: dict[str, list[str]]) -> bool:
-    """Whether `known` (remembered) ranks every kind of `options` from its own ways, each
-    ending on one that runs any row (older remembered forms are measured again)."""
-    return isinstance(known, dict) and all(
-        isinstance(known.get(kind), list) and known[kind]
-        and all(way in ways for way in known[kind]) and known[kind][-1] not in PARTIAL_WAYS
-        for kind, ways in options.items())
-
-
-@contextmanager
-def on_kernels(way: str, copies: Any = None) -> Iterator[None]:
-    """A context in which this thread's matrix products run on `way`'s kernels
-    (`choose_kernels`)."""
-    with ExitStack() as stack:
-        if way in ("aten", "bf16"):
-            stack.enter_context(onednn(False))
-        if way in ("packed", "bf16") and copies is not None and way in copies.ways:
-            stack.enter_context(copies.active(way))
-        yield
-
-
-def without_copies(kernels: dict[str, list[str]]) -> dict[str, list[str]]:
-    """`kernels` on the weights as stored wherever they chose a copy (what the engine ran
-    before it measured those: the benchmarks' reference): oneDNN for prepacked weights,
-    torch's own kernels for a bf16 copy."""
-    plain = {"packed": "onednn", "bf16": "aten"}
-    return {kind: list(dict.fromkeys(plain.get(w, w) for w in ways)) for kind, ways in kernels.items()}
-
-
-@contextmanager
-def onednn(enabled: bool) -> Iterator[None]:
-    """oneDNN (mkldnn) on or off for the matrix products inside (a process-wide switch of
-    torch's: a forward in another thread meanwhile runs with the same kernels, slower or
-    faster but the same products)."""
-    import torch
-
-    was = torch._C._get_mkldnn_enabled()
-    if was == enabled:
-        yield
-        return
-    torch._C._set_mkldnn_enabled(enabled)
-    try:
-        yield
-    finally:
-        torch._C._set_mkldnn_enabled(was)
-
-
-def pick_device_and_dtype(device: str | None = None, dtype: str | None = None) -> tuple[str, Any]:
-    import torch
-
-    if device is None:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if dtype is None:
-        if device.startswith("cuda"):
-            dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-        else:
-            dtype = measured_cpu_dtype()
-    return device, getattr(torch, dtype)
 
 
 def _contiguous_input(_module: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -361,7 +117,7 @@ class TransformersEngine(Engine):
         self.base.to(self.device).eval()  # type: ignore[arg-type]
         head = self.base.get_output_embeddings()
         if head is not None:
-            head.register_forward_pre_hook(_contiguous_input)
+            head.register_forward_pre_hook(_contiguous_input)  # hook "contiguous head input"
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -372,12 +128,13 @@ class TransformersEngine(Engine):
         self.eos_ids = self._eos_ids()
         self.peft: Any = None  # a PeftModel around `base` once an adapter is loaded
         self._lora: TokenLora | None = None  # its per-token LoRA hooks (the decode loop's)
-        # The kernels of the decode loop's forwards per kind, fastest first (`choose_kernels`),
-        # the copies of the weights (`weight_copies`) if some of them multiply by those, and
-        # the most rows a "few" forward holds (0: that kind is not offered).
-        self.kernels = {"one": ["onednn"], "many": ["onednn"]}
+        # The kernels of the decode loop's forwards per kind, fastest first
+        # (`kernels.choose_kernels`), what some of them multiply by (`kernel_weights`: copies
+        # of the weights, the fused step), and the most rows a FEW forward holds (0: that kind
+        # is not offered).
+        self.kernels: Ranking = {ForwardKind.ONE: [Kernel.ONEDNN], ForwardKind.MANY: [Kernel.ONEDNN]}
         self.few_rows = 0
-        self.copies: Any = None
+        self.kernel_weights: Any = None
         self._adapters: dict[str, str] = {}
         self._lock = threading.RLock()
         torch.set_grad_enabled(False)
@@ -426,15 +183,11 @@ class TransformersEngine(Engine):
                 raise ModelError(f"cannot load adapter {path}: {msg}") from None
             self._adapters[name] = str(folder)
 
-    @property
-    def net(self) -> Any:
-        return self.peft if self.peft is not None else self.base
-
     # -- adapters trained elsewhere ---------------------------------------------------------
 
     def attach_adapters(self, peft_model: Any, names: Sequence[str]) -> None:
         """Sample with adapters whose weights live in `peft_model`, a PEFT model around this
-        engine's own base (a trainer's, `coopcode.train.policy`): trained in place, they are
+        engine's own base (a trainer's, `coopcode.training.policy`): trained in place, they are
         always current here, with no second copy to sync."""
         with self._lock:
             if self.peft is not None and self.peft is not peft_model:
@@ -485,120 +238,88 @@ class TransformersEngine(Engine):
         heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
         head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
         per_token = 2 * cfg.num_hidden_layers * heads * head_dim * self.base.dtype.itemsize
-        register_attention()
-        if self.base.config._attn_implementation != ATTENTION:
-            self.base.set_attn_implementation(ATTENTION)  # other calls still run plain SDPA
-        if self.base.config._attn_implementation != ATTENTION:
+        if not route_attention_to_slots(self.base):  # hook "slot attention"
             raise ModelError(f"{self.model_name} does not use transformers' attention interface, "
                              "which the embedded engine's batching needs")
         cache = SlotCache(cfg.num_hidden_layers, heads, head_dim, self.base.dtype, self.device)
         if self.device == "cpu":
             options = self._kernel_options()
-            key = f"{_cpu_key()} | {self.model_fingerprint} | {self.base.dtype}"
-            if "bf16" in options["one"]:
-                key += " | bf16 copy"
-            if "fused" in options["one"]:  # (its version: an edited kernel is measured again)
-                from coopcode.engines import fused_decode
-
-                key += f" | fused {fused_decode.version()}"
+            key = kernels.measurement_key(self.base, self.model_fingerprint, options)
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
-                self.kernels, self.copies = choose_kernels(self.base, key, options, self._copier())
-            fused = self.copies.fused if self.copies is not None else None
-            self.few_rows = fused.max_rows if fused is not None and "few" in options else 0
+                self.kernels, self.kernel_weights = kernels.choose_kernels(
+                    self.base, key, options, self._weights_maker())
+            fused = self.kernel_weights.fused if self.kernel_weights is not None else None
+            self.few_rows = (fused.max_rows if fused is not None and ForwardKind.FEW in options
+                             else 0)
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),
             pad_id=int(self.tokenizer.pad_token_id))
 
-    def _flat_forward(self, plan: Any, adapters: list[str | None], tokens: list[int],
+    def _flat_forward(self, plan: StepPlan, adapters: list[str | None], tokens: list[int],
                       positions: list[int], keep: list[int]) -> Any:
-        """One flat forward of the decode loop (`coopcode.engines.flat_step`): each token
-        under its own adapter; the logits at the positions in `keep`."""
+        """One flat forward of the decode loop (`flat_step`): each token under its own
+        adapter, on the kernel measured fastest for its kind (`kernels`); the logits at the
+        positions in `keep`."""
         import torch
 
         names = {a for a in adapters if a is not None}
         for name in names:
             if name not in self._adapters:
                 raise ModelError(f"adapter {name!r} is not loaded")
-        kind = ("one" if len(tokens) == 1 else
-                "few" if "few" in self.kernels and not plan.chunks and len(tokens) <= self.few_rows
-                else "many")
-        fused = self.copies.fused if self.copies is not None else None
+        kind = kernels.forward_kind(len(tokens), bool(plan.chunks), self.kernels, self.few_rows)
+        fused = self.kernel_weights.fused if self.kernel_weights is not None else None
         runs_fused = fused is not None and all(fused.runs(name) for name in names)
-        kernel = next((way for way in self.kernels[kind] if way != "fused" or runs_fused), "onednn")
-        if kernel == "fused" and fused is not None:
+        kernel = next((way for way in self.kernels[kind] if way != Kernel.FUSED or runs_fused),
+                      Kernel.ONEDNN)
+        if kernel == Kernel.FUSED and fused is not None:
             slots = plan.decode_slots or [plan.chunks[0][0]]  # (or one prompt token)
             logits = fused.step(tokens, positions, slots, plan.cache.k, plan.cache.v, adapters)
             return logits[keep]
+        # Hook "step plan": transformers hands a keyword the model does not know on to the
+        # attention function, here `flat_step.slot_attention` (`route_attention_to_slots`).
         inputs = dict(input_ids=torch.tensor([tokens], device=self.device),
                       position_ids=torch.tensor([positions], device=self.device), use_cache=False,
                       logits_to_keep=torch.tensor(keep, dtype=torch.long, device=self.device),
                       coop_step=plan)
-        with on_kernels(kernel, self.copies):
+        with kernels.on_kernels(kernel, self.kernel_weights):
             return self._flat_logits(adapters, names, inputs)
 
-    def _kernel_options(self) -> dict[str, list[str]]:
-        """The kernels `choose_kernels` may pick from here, per kind of forward: prepacked
-        weights where oneDNN can pack this format; for one token the fused step where it runs
-        this model, and a bf16 copy where the model runs in a measured fp32 (neither where the
-        user asked for fp32: both multiply by bf16 weights); copies of the weights only as far
-        as they fit easily in memory (prepacked first: a batch's speed is what benches and
-        training wait on)."""
-        import torch
-
-        from coopcode.engines import weight_copies
-
-        offered = []
-        if weight_copies.can_pack(self.base.dtype):
-            offered.append("packed")
-        if self._fused_offered():
-            offered.append("fused")
-        if self.base.dtype == torch.float32 and not self.dtype_chosen:
-            offered.append("bf16")
-        while offered and not weight_copies.fits(self.base, offered):
-            offered.pop()
-        many = ["onednn", *(["packed"] if "packed" in offered else [])]
-        few = {"few": [*many, "fused"]} if "fused" in offered else {}
-        return {"one": ["onednn", "aten", *offered], **few, "many": many}
-
-    def _fused_offered(self) -> bool:
-        """Whether the fused step may run this model here: a supported model, and not where
-        the user asked for fp32 (it multiplies by bf16 weights)."""
-        import torch
-
-        from coopcode.engines.fused_decode import unsupported
-
-        return unsupported(self.base) is None and (
-            self.base.dtype == torch.bfloat16 or not self.dtype_chosen)
+    def _kernel_options(self) -> Ranking:
+        """The kernels `kernels.choose_kernels` may pick from here, per kind of forward
+        (`kernels.offered`)."""
+        return kernels.offered(self.base, self.dtype_chosen)
 
     def _build_fused_step(self, say: Callable[[str], None]) -> None:
         """Compile the fused step now, while the model loads, if it will be offered and is not
         built on this machine yet (once: ~30 s); the user is told. A failure is kept and said
         where the kernels are (`describe`)."""
-        from coopcode.engines import fused_decode
+        from coopcode.engines.embedded import fused_decode
 
-        if self._fused_offered() and not fused_decode.built():
+        if kernels.fused_offered(self.base, self.dtype_chosen) and not fused_decode.built():
             say("building the fused decode kernel (once per machine, ~30 s) ...")
             try:
                 fused_decode.extension()
             except RuntimeError:
-                pass  # not offered then (`weight_copies` records why)
+                pass  # not offered then (`kernel_weights` records why)
 
-    def _copier(self) -> Callable[[set[str]], Any]:
-        """What makes copies of the base's linear weights (`coopcode.engines.weight_copies`)
-        for a set of ways."""
-        from coopcode.engines import weight_copies
+    def _weights_maker(self) -> Callable[[set[Kernel]], Any]:
+        """What makes the weights a set of kernels multiply by (`kernel_weights`)."""
+        from coopcode.engines.embedded.kernel_weights import KernelWeights
 
-        return lambda ways: weight_copies.WeightCopies(self.base, ways, rows=self.max_batch)
+        return lambda ways: KernelWeights(self.base, ways, rows=self.max_batch)
 
-    def add_copies(self, ways: set[str]) -> None:
-        """Copies of the weights for `ways` as well (`weight_copies`), made or added to those
+    def add_copies(self, ways: set[Kernel]) -> None:
+        """The weights of kernels `ways` as well (`kernel_weights`), made or added to those
         the engine keeps, so a kernel measured slower here can still be run (benchmarks and
         tests compare every kernel the engine may choose)."""
-        if self.copies is None:
-            self.copies = self._copier()(ways)
+        if self.kernel_weights is None:
+            self.kernel_weights = self._weights_maker()(ways)
         else:
-            self.copies.add(ways, rows=self.max_batch)
+            self.kernel_weights.add(ways, rows=self.max_batch)
+        fused = self.kernel_weights.fused
+        if fused is not None and ForwardKind.FEW in self._kernel_options():
+            self.few_rows = fused.max_rows  # (measured slower, the FEW kind had no fused step)
 
     def _flat_logits(self, adapters: list[str | None], names: set[str], inputs: dict[str, Any]
                      ) -> Any:
@@ -606,6 +327,8 @@ class TransformersEngine(Engine):
 
         if self.peft is None:
             return self.base(**inputs).logits[0]
+        # Hook "token LoRA": PEFT's own delta is switched off for the pass (`peft_off`) and
+        # `TokenLora`'s forward hooks on the LoRA layers add each adapter's delta to its tokens.
         lora = self._token_lora()
         if len(names) == 1 and None not in adapters:
             lora.rows = {n: None for n in names}  # one adapter for every token
@@ -629,30 +352,17 @@ class TransformersEngine(Engine):
             lora = self._lora = TokenLora(self.peft, names)
         return lora
 
-    def _forward(self, adapter: str | None, **inputs: Any) -> Any:
-        """A plain forward of the model under one adapter (None: the bare base), outside
-        the decode loop."""
-        if adapter is not None and adapter not in self._adapters:
-            raise ModelError(f"adapter {adapter!r} is not loaded")
-        if self.peft is None:
-            return self.base(**inputs)
-        if adapter is None:
-            with self.peft.disable_adapter():
-                return self.peft(**inputs)
-        self.peft.set_adapter(adapter)
-        return self.peft(**inputs)
-
     def describe(self) -> dict[str, object]:
         """The engine's settings; once the decode loop has started on a CPU, also the kernels
-        it measured per kind of forward, fastest first (`choose_kernels`), and any it could not make
-        here, with the reason."""
+        it measured per kind of forward, fastest first (`kernels.choose_kernels`), and any it could
+        not make here, with the reason."""
         said: dict[str, object] = {"dtype": str(self.dtype).replace("torch.", ""),
                                    "device": self.device, "max_batch": self.max_batch,
                                    "deterministic": self.deterministic}
         if self._batcher is not None and self.device == "cpu":
-            said["kernels"] = {kind: list(ways) for kind, ways in self.kernels.items()}
-            if self.copies is not None and self.copies.unavailable:
-                said["kernels_unavailable"] = dict(self.copies.unavailable)
+            said["kernels"] = {str(kind): [str(w) for w in ways] for kind, ways in self.kernels.items()}
+            if self.kernel_weights is not None and self.kernel_weights.unavailable:
+                said["kernels_unavailable"] = dict(self.kernel_weights.unavailable)
         return said
 
     def work_done(self) -> dict[str, int]:
@@ -670,9 +380,9 @@ class TransformersEngine(Engine):
         if batcher is not None:
             batcher.close()
         super().close()
-        if self.copies is not None:
-            self.copies.remove()  # a trainer may keep the base: it gets plain layers back
-            self.copies = None
+        if self.kernel_weights is not None:
+            self.kernel_weights.remove()  # a trainer may keep the base: it gets plain layers back
+            self.kernel_weights = None
         self.peft = None
         self.base = None  # type: ignore[assignment]
 

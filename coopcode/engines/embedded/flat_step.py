@@ -9,7 +9,7 @@ transformers' `AttentionInterface`) writes and reads them:
 - each prompt chunk attends alone, causally, to its row's cache so far.
 
 Why not transformers' own continuous batching (`generation/continuous_batching`, 5.23)? Read and
-tried (docs/design/engine-flattened-step.md): on a CPU its attention gathers the whole cache of
+tried (docs/design/engine-flattened-step.md; the whole step: docs/design/embedded-engine.md): on a CPU its attention gathers the whole cache of
 every row of the batch and masks it densely (cost quadratic in the batch), it has no per-row
 LoRA adapter (and its prefix sharing would give one adapter's cache to another), one global
 seed and no stop strings. We keep its idea (a token budget, chunked prefill) and the model's
@@ -150,7 +150,8 @@ class StepPlan:
 def slot_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
                    scaling: float | None = None, dropout: float = 0.0, coop_step: Any = None,
                    **kwargs: Any) -> tuple[Any, None]:
-    """Attention over `SlotCache` for a flat forward; any other call is plain SDPA."""
+    """Attention over `SlotCache` for a flat forward (`coop_step`: its `StepPlan`, handed on
+    by transformers from the model's call: hook "step plan"); any other call is plain SDPA."""
     import torch
     import torch.nn.functional as F
 
@@ -208,6 +209,20 @@ def register_attention() -> None:
     _registered = True
 
 
+def route_attention_to_slots(model: Any) -> bool:
+    """Set `model`'s attention to `slot_attention` (registered as `ATTENTION`); False if the
+    model does not use transformers' attention interface.
+
+    Hook "slot attention": every attention layer of the model then calls `slot_attention`;
+    a forward given a `StepPlan` as `coop_step=` (hook "step plan", the engine's
+    `_flat_forward`) reads and writes the `SlotCache`, any other forward (a trainer's) runs
+    plain SDPA."""
+    register_attention()
+    if model.config._attn_implementation != ATTENTION:
+        model.set_attn_implementation(ATTENTION)
+    return bool(model.config._attn_implementation == ATTENTION)
+
+
 class TokenLora:
     """Per-token LoRA deltas on a PEFT model whose own delta is switched off for the pass.
 
@@ -215,6 +230,9 @@ class TokenLora:
     forward hook on each LoRA layer adds `B(A(x)) * scaling` of that adapter to those
     positions (what PEFT adds for a whole batch, in the same dtype and order: base output
     first, then the delta).
+
+    Hook "token LoRA": the forward hooks are set here, on every LoRA layer, and act only in
+    a pass inside `peft_off()` on the thread that entered it (the engine's `_flat_logits`).
     """
 
     def __init__(self, peft_model: Any, names: tuple[str, ...]) -> None:

@@ -1,6 +1,6 @@
 """The decode step of 1 to `max_rows` rows in one compiled call (`fused_decode.cpp`): the
 "fused" kernel the engine may choose for one-token forwards and for steps in which every row
-decodes a token (`transformers_engine.choose_kernels`).
+decodes a token (`kernels.choose_kernels`).
 
 Why: a single stream (the TUI's live view) is bound by reading the weights once a token, yet
 the eager forward reached only ~53% of the machine's bandwidth limit (BENCHMARKS.md, "A

@@ -1,5 +1,6 @@
-"""Copies of the weights the embedded engine's decode loop multiplies by, in the layout or
-number format measured fastest for a kind of forward on this machine.
+"""What the embedded engine's kernels multiply by beside the model's own weights: copies of
+them, in the layout or number format measured fastest for a kind of forward on this machine,
+and the fused step (`KernelWeights`).
 
 Two kinds of copy, each of every plain `nn.Linear` of the model (not LoRA's own layers: they
 train):
@@ -19,17 +20,19 @@ train):
   fp32 (norms, attention, the KV cache): only the product's inputs are rounded to bf16, with
   fp32 accumulation. The 0.5B model's weights are published in bf16, so its copy is exact.
 
-A third way, **"fused"**, is not a copy of each layer but the whole one-token step in one
-compiled call (`coopcode.engines.fused_decode`): it multiplies by a bf16 model's weights as
-they are, and by the bf16 copy of an fp32 model's (made for it if not made already).
+A third kernel, **"fused"**, is not a copy of each layer but the whole one-token step in one
+compiled call (`fused_decode.FusedDecoder`, its weights laid out its own way): it multiplies
+by a bf16 model's weights as they are, and by the bf16 copy of an fp32 model's (made for it
+if not made already).
 
-`WeightCopies(model, ways)` makes the copies and turns the layers into `CopiedLinear`, which
-multiplies by a copy only inside `active(way)` on the thread that entered it: the engine's
-decode loop. Every other forward (a trainer's, with gradients; a forward in another thread)
-runs the plain weights as before. A copy costs memory (a packed one as much as the weights,
-a bf16 one of fp32 weights half), so copies are made only when they fit easily (`fits`),
-and the engine keeps only those it measured faster. The base weights must not change while
-copied: coopcode trains LoRA adapters only.
+`KernelWeights(model, kernels)` makes the copies (and the fused step), and turns the layers
+into `CopiedLinear` (hook "copied linear": `swap_in_copied_linear`), which multiplies by a
+copy only inside `active(way)` on the thread that entered it (hook "weight-copy switch": a
+thread-local, `_copy_in_use`): the engine's decode loop. Every other forward (a trainer's,
+with gradients; a forward in another thread) runs the plain weights as before. A copy costs
+memory (a packed one as much as the weights, a bf16 one of fp32 weights half), so copies are
+made only when they fit easily (`fits`), and the engine keeps only those it measured faster.
+The base weights must not change while copied: coopcode trains LoRA adapters only.
 """
 
 from __future__ import annotations
@@ -43,12 +46,16 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-WAYS = ("packed", "bf16", "fused")
-_state = threading.local()  # .way: the copy this thread's forwards multiply by (None: plain)
+from coopcode.engines.embedded.kernels import Kernel
+
+WAYS = (Kernel.PACKED, Kernel.BF16, Kernel.FUSED)  # the kernels whose weights are made here
+# Hook "weight-copy switch": .way is the copy this thread's forwards multiply by (None: the
+# plain weights), set by `KernelWeights.active` and read by every `CopiedLinear`.
+_copy_in_use = threading.local()
 
 
 class CopiedLinear(torch.nn.Linear):
-    """An `nn.Linear` that, inside `WeightCopies.active(way)` on this thread, multiplies by
+    """An `nn.Linear` that, inside `KernelWeights.active(way)` on this thread, multiplies by
     that copy of its weight."""
 
     coop_packed: Any = None
@@ -56,7 +63,7 @@ class CopiedLinear(torch.nn.Linear):
     coop_bf16_bias: Any = None
 
     def forward(self, x: Any) -> Any:
-        way = getattr(_state, "way", None)
+        way = getattr(_copy_in_use, "way", None)
         if way == "packed" and self.coop_packed is not None and x.dtype == self.weight.dtype:
             return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.coop_packed,
                                                       self.bias, "none", [], "")
@@ -101,7 +108,7 @@ def copy_bytes(model: Any, ways: Iterable[str]) -> int:
     """The memory copies of `ways` of the model's linear weights take (the fused kernel
     shares the bf16 copy of an fp32 model, uses a bf16 model's weights as they are, and where
     the CPU has bf16 dot products packs them in pairs as well, for steps of several rows)."""
-    from coopcode.engines.fused_decode import isa_level
+    from coopcode.engines.embedded.fused_decode import isa_level
 
     weights = sum(m.weight.numel() for m in plain_linears(model, copied=True))
     ways = set(ways)
@@ -121,18 +128,25 @@ def fits(model: Any, ways: Iterable[str]) -> bool:
     return 0 < copy_bytes(model, ways) <= memory_available() // 2
 
 
-class WeightCopies:
-    """Copies of `model`'s plain linear weights for each of `ways` (packed ones for up to
-    `rows` rows a product)."""
+def swap_in_copied_linear(layers: Iterable[Any]) -> None:
+    """Hook "copied linear": each plain `nn.Linear` of `layers` becomes a `CopiedLinear` in
+    place (its class swapped, its weights untouched: a trainer holding the model sees the same
+    parameters); `KernelWeights.remove` swaps them back."""
+    for m in layers:
+        m.__class__ = CopiedLinear
+
+
+class KernelWeights:
+    """What kernels `ways` multiply by for `model`: copies of its plain linear weights for
+    "packed" (for up to `rows` rows a product) and "bf16", and the fused step for "fused"."""
 
     def __init__(self, model: Any, ways: Iterable[str], rows: int = 64) -> None:
         self.model = model
         self.layers = plain_linears(model)
         self.ways: set[str] = set()
-        self.fused: Any = None  # the fused one-token forward (coopcode.engines.fused_decode)
-        self.unavailable: dict[str, str] = {}  # a way that could not be made: why
-        for m in self.layers:
-            m.__class__ = CopiedLinear
+        self.fused: Any = None  # the fused step (`fused_decode.FusedDecoder`)
+        self.unavailable: dict[str, str] = {}  # a kernel whose weights could not be made: why
+        swap_in_copied_linear(self.layers)
         self.add(ways, rows)
 
     def add(self, ways: Iterable[str], rows: int = 64) -> None:
@@ -150,7 +164,7 @@ class WeightCopies:
                     m.coop_bf16 = w.to(torch.bfloat16)
                     m.coop_bf16_bias = None if m.bias is None else m.bias.detach().to(torch.bfloat16)
             if "fused" in new:
-                from coopcode.engines.fused_decode import FusedDecoder
+                from coopcode.engines.embedded.fused_decode import FusedDecoder
 
                 try:  # shares the bf16 copy where one was made
                     self.fused = FusedDecoder(self.model, bf16_copy=lambda m: getattr(m, "coop_bf16", None))
@@ -163,12 +177,12 @@ class WeightCopies:
     @contextmanager
     def active(way: str) -> Iterator[None]:
         """Forwards of this thread inside multiply by the `way` copies."""
-        was = getattr(_state, "way", None)
-        _state.way = way
+        was = getattr(_copy_in_use, "way", None)
+        _copy_in_use.way = way
         try:
             yield
         finally:
-            _state.way = was
+            _copy_in_use.way = was
 
     def keep(self, ways: Iterable[str]) -> None:
         """Drop every copy but those of `ways` (their memory goes back)."""

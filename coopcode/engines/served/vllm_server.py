@@ -10,9 +10,10 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from coopcode.engines.vllm_launch import SAFE_SERVE_ARGS, cpu_env, lora_slots
+from coopcode.engines.served import vllm_launch
+from coopcode.engines.served.vllm_launch import SAFE_SERVE_ARGS, cpu_env, lora_slots
 
-REPO = Path(__file__).resolve().parent.parent.parent
+REPO = Path(__file__).resolve().parents[3]  # coopcode/engines/served/ -> the checkout
 VLLM_VENV = REPO / ".venv-vllm"
 
 
@@ -45,7 +46,7 @@ class VLLMServer:
         /v1/load_lora_adapter); slots are kept for them and for a new version beside each."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
-        argv = [str(venv / "bin" / "python"), str(REPO / "coopcode" / "engines" / "vllm_launch.py"),
+        argv = [str(venv / "bin" / "python"), str(Path(vllm_launch.__file__).resolve()),
                 "serve", str(model_dir), "--served-model-name", served_name, "--host", "127.0.0.1",
                 "--port", str(self.port), "--dtype", "bfloat16", "--max-model-len",
                 str(max_model_len), "--seed", "0", *SAFE_SERVE_ARGS]

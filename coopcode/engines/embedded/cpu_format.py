@@ -1,0 +1,147 @@
+"""The embedded engine's number format on a CPU, and the file where this machine's
+measurements are remembered.
+
+What is fastest depends on the CPU, the kernels torch may use there and torch itself, so it
+is measured once per machine and kept in one JSON file (`kernel_file`): the number format
+(`measured_cpu_dtype`) under the CPU's key (`cpu_key`), and the kernels of each kind of
+forward (`kernels.choose_kernels`) under that key plus the model's. The file lives in
+coopcode's cache (`coopcode.core.paths.cache_dir`: $COOPCODE_CACHE, else ~/.cache/coopcode),
+or wherever $COOPCODE_KERNEL_FILE says (the tests point it at the user's file, so a test
+with an empty cache does not measure again: ~25 s an engine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from coopcode.core.paths import cache_dir
+
+KERNEL_FILE_ENV = "COOPCODE_KERNEL_FILE"
+
+
+def kernel_file() -> Path:
+    """Where this machine's measured number format and kernels are remembered:
+    $COOPCODE_KERNEL_FILE, else `cpu-format.json` in coopcode's cache (`cache_dir()`)."""
+    named = os.environ.get(KERNEL_FILE_ENV)
+    return Path(named) if named else cache_dir() / "cpu-format.json"
+
+
+def cpu_has_bf16() -> bool:
+    """Whether the CPU has native bf16 instructions and torch may use them
+    (`ATEN_CPU_CAPABILITY=avx2` makes an AVX-512 machine run as an AVX2-only one)."""
+    import torch
+
+    if not torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+        return False
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(f in flags for f in ("avx512_bf16", "amx_bf16"))
+
+
+def cpu_key() -> str:
+    """What decides which number format is fastest: the CPU, the kernels torch may use, torch."""
+    import torch
+
+    model = "unknown cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    held = [f"{v}={os.environ[v]}" for v in ("ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+            if os.environ.get(v)]
+    return " | ".join([model, torch.backends.cpu.get_cpu_capability(), f"bf16 {cpu_has_bf16()}",
+                       *held, f"torch {torch.__version__}", f"threads {torch.get_num_threads()}"])
+
+
+def time_cpu_formats(rows: int = 32, d_in: int = 896, d_out: int = 4864, reps: int = 6) -> dict[str, float]:
+    """Seconds for one `rows` x `d_in` by `d_in` x `d_out` product (a 0.5B model's MLP, a
+    full batch's rows) in bf16 and in fp32: the best of `reps` rounds of 4."""
+    import torch
+    import torch.nn.functional as F
+
+    seconds = {}
+    with torch.inference_mode():
+        for name in ("bfloat16", "float32"):
+            dt = getattr(torch, name)
+            gen = torch.Generator().manual_seed(0)
+            x = torch.randn(rows, d_in, generator=gen).to(dt)
+            w = torch.randn(d_out, d_in, generator=gen).to(dt)
+            F.linear(x, w)  # kernel selection, first-touch
+            best = float("inf")
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                for _ in range(4):
+                    F.linear(x, w)
+                best = min(best, (time.perf_counter() - t0) / 4)
+            seconds[name] = best
+    return seconds
+
+
+def _measured() -> dict[str, Any]:
+    """All the kernel file holds ({} if nothing, or the file is unreadable)."""
+    try:
+        known = json.loads(kernel_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def remembered(key: str) -> dict[str, Any]:
+    """What the kernel file holds for `key` ({} if nothing)."""
+    entry = _measured().get(key)
+    return entry if isinstance(entry, dict) else {}
+
+
+def remember(key: str, entry: dict[str, Any]) -> None:
+    """Store `entry` under `key` in the kernel file (written whole, then renamed; a failure
+    only means measuring again next time)."""
+    known = _measured()
+    known[key] = entry
+    path = kernel_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(known, indent=1))
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def measured_cpu_dtype() -> str:
+    """The number format the embedded engine runs in on this CPU: bf16 or fp32, whichever
+    multiplies a full batch faster here, measured once per machine (and torch, and thread
+    count) and remembered in the kernel file. A full batch, because benches and training spend
+    their time there: on a CPU with native bf16 that is bf16; on an AVX2-only CPU torch
+    emulates bf16 and fp32 is faster (BENCHMARKS.md, "Number formats")."""
+    key = cpu_key()
+    known = remembered(key)
+    if known.get("dtype") in ("bfloat16", "float32"):
+        return str(known["dtype"])
+    seconds = time_cpu_formats()
+    choice = "bfloat16" if seconds["bfloat16"] < seconds["float32"] else "float32"
+    remember(key, {"dtype": choice, "seconds": seconds})
+    return choice
+
+
+def pick_device_and_dtype(device: str | None = None, dtype: str | None = None) -> tuple[str, Any]:
+    """The device (CUDA where there is one) and torch dtype a model runs in: `dtype` if given,
+    else bf16 (fp16 without bf16) on a GPU and the measured format on a CPU."""
+    import torch
+
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if dtype is None:
+        if device.startswith("cuda"):
+            dtype = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+        else:
+            dtype = measured_cpu_dtype()
+    return device, getattr(torch, dtype)

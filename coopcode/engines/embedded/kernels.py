@@ -1,0 +1,244 @@
+"""Which matrix kernels each kind of the decode loop's forwards runs on, measured here.
+
+A forward of the decode loop is of one `ForwardKind`: a single token (`ONE`: one stream, as
+the TUI shows), a few rows that all decode (`FEW`: offered with the fused step) or any other
+batch (`MANY`). Each kind runs on the `Kernel` measured fastest for it on this machine and
+model (`choose_kernels`, remembered in `cpu_format.kernel_file`):
+- `ONEDNN`: torch's default on a CPU;
+- `ATEN`: torch's own kernels, oneDNN switched off (the *oneDNN switch*, process-wide);
+- `PACKED`, `BF16`: oneDNN on prepacked weights, torch's own on a bf16 copy of fp32 weights,
+  both multiplying by copies of the weights (`kernel_weights`, the *weight-copy switch*,
+  per thread);
+- `FUSED`: the whole step of those rows in one compiled call (`fused_decode`).
+
+The kinds' and kernels' values are what the kernel file stores: they must not change, or
+every machine measures again (and older files still read).
+
+Why per kind: a single row is a matrix-vector product, bound by reading the weights, a batch
+a matrix product, and different kernels win each (BENCHMARKS.md, "A single stream",
+"Prepacked weights", "A single stream on an AVX2-only CPU", "The fused step for many rows").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from enum import StrEnum
+from functools import partial
+from typing import Any
+
+from coopcode.engines.embedded.cpu_format import remember, remembered
+
+
+class _Stored(StrEnum):
+    """A name kept in the kernel file: it is that string (equal, hashed and written alike),
+    and prints as it (a ranking printed by a benchmark reads as before)."""
+
+    __repr__ = str.__repr__
+
+
+class ForwardKind(_Stored):
+    """A kind of forward of the decode loop, each with kernels of its own."""
+
+    ONE = "one"  # a single token: one stream
+    FEW = "few"  # 2 to `FusedDecoder.max_rows` rows that each decode a token, no prompt
+    MANY = "many"  # any other batch
+
+
+class Kernel(_Stored):
+    """The matrix kernels a forward may run on (`choose_kernels`)."""
+
+    ONEDNN = "onednn"  # torch's default on a CPU
+    ATEN = "aten"  # torch's own, oneDNN switched off
+    PACKED = "packed"  # oneDNN on prepacked copies of the weights
+    BF16 = "bf16"  # torch's own on a bf16 copy of fp32 weights
+    FUSED = "fused"  # the whole step in one compiled call (`fused_decode`)
+
+
+# The kernels that need `KernelWeights` made for them (copies of the weights, or the fused step).
+NEEDS_WEIGHTS = frozenset({Kernel.PACKED, Kernel.BF16, Kernel.FUSED})
+# The one kernel that does not run every row: the fused step refuses rows under an adapter it
+# cannot apply (`FusedDecoder.runs`).
+PARTIAL = frozenset({Kernel.FUSED})
+
+Ranking = dict[ForwardKind, list[Kernel]]  # per kind, its kernels fastest first
+
+
+def offered(model: Any, dtype_chosen: bool) -> Ranking:
+    """The kernels `choose_kernels` may pick from for `model`, per kind of forward: prepacked
+    weights where oneDNN can pack this format; for one token the fused step where it runs
+    this model, and a bf16 copy where the model runs in a measured fp32 (neither where the
+    user asked for fp32, `dtype_chosen`: both multiply by bf16 weights); copies of the weights
+    only as far as they fit easily in memory (prepacked first: a batch's speed is what benches
+    and training wait on)."""
+    import torch
+
+    from coopcode.engines.embedded import kernel_weights
+
+    extra: list[Kernel] = []
+    if kernel_weights.can_pack(model.dtype):
+        extra.append(Kernel.PACKED)
+    if fused_offered(model, dtype_chosen):
+        extra.append(Kernel.FUSED)
+    if model.dtype == torch.float32 and not dtype_chosen:
+        extra.append(Kernel.BF16)
+    while extra and not kernel_weights.fits(model, extra):
+        extra.pop()
+    many = [Kernel.ONEDNN, *([Kernel.PACKED] if Kernel.PACKED in extra else [])]
+    few = {ForwardKind.FEW: [*many, Kernel.FUSED]} if Kernel.FUSED in extra else {}
+    return {ForwardKind.ONE: [Kernel.ONEDNN, Kernel.ATEN, *extra], **few, ForwardKind.MANY: many}
+
+
+def fused_offered(model: Any, dtype_chosen: bool) -> bool:
+    """Whether the fused step may run `model` here: a supported model, and not where the user
+    asked for fp32 (it multiplies by bf16 weights)."""
+    import torch
+
+    from coopcode.engines.embedded.fused_decode import unsupported
+
+    return unsupported(model) is None and (model.dtype == torch.bfloat16 or not dtype_chosen)
+
+
+def measurement_key(model: Any, fingerprint: str, options: Ranking) -> str:
+    """What the kernels measured for `model` are remembered under: the CPU, the model and its
+    format, and what was offered that changes the timings (a bf16 copy; the fused kernel's
+    version, so an edited kernel is measured again)."""
+    from coopcode.engines.embedded.cpu_format import cpu_key
+
+    key = f"{cpu_key()} | {fingerprint} | {model.dtype}"
+    if Kernel.BF16 in options[ForwardKind.ONE]:
+        key += " | bf16 copy"
+    if Kernel.FUSED in options[ForwardKind.ONE]:
+        from coopcode.engines.embedded import fused_decode
+
+        key += f" | fused {fused_decode.version()}"
+    return key
+
+
+def forward_kind(tokens: int, has_prompt: bool, ranking: Ranking, few_rows: int) -> ForwardKind:
+    """The kind of a forward of `tokens` tokens (`has_prompt`: some are a prompt's chunk):
+    `FEW` only where it was measured and the fused step takes that many rows."""
+    if tokens == 1:
+        return ForwardKind.ONE
+    if ForwardKind.FEW in ranking and not has_prompt and tokens <= few_rows:
+        return ForwardKind.FEW
+    return ForwardKind.MANY
+
+
+def choose_kernels(model: Any, key: str, options: Ranking,
+                   make_weights: Callable[[set[Kernel]], Any], reps: int = 3) -> tuple[Ranking, Any]:
+    """The matrix kernels of the decode loop's forwards here, per `ForwardKind`, each from
+    `options[kind]`; the kernels that multiply by copies of the weights or run the fused step
+    get those made by `make_weights` (`kernel_weights.KernelWeights`). Timed on `model`
+    itself (best of `reps` forwards of 1, `max_rows` and 32 tokens: "few" at its most rows,
+    where the fused step gains least) and remembered under `key`.
+
+    Returns, per kind, its kernels fastest first down to the first that runs any row (`ranked`:
+    a step runs on the first of them that can run its rows), and the `KernelWeights` those use
+    (made only then: they cost memory), or None.
+
+    A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
+    with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
+    where torch's own kernel took 7.3, and the whole one-token forward 70 against 41 ms,
+    while for 32 rows oneDNN is several times faster (BENCHMARKS.md, "A single stream"); its
+    prepacked weights are faster again for a batch (BENCHMARKS.md, "Prepacked weights"); held
+    to AVX2, where the model runs in fp32, a bf16 copy reads half the bytes for one row
+    (BENCHMARKS.md, "A single stream on an AVX2-only CPU")."""
+    import torch
+
+    from coopcode.engines.embedded.fused_decode import MAX_ROWS
+
+    known: Any = remembered(key).get("kernels")
+    if _is_ranking(known, options):
+        choice = {kind: [Kernel(w) for w in known[kind]] for kind in options}
+        used = {w for ways in choice.values() for w in ways} & NEEDS_WEIGHTS
+        return choice, make_weights(used) if used else None
+    if not torch.backends.mkldnn.is_available():
+        return {ForwardKind.ONE: [Kernel.ATEN], ForwardKind.MANY: [Kernel.ONEDNN]}, None
+    wanted = {w for ways in options.values() for w in ways} & NEEDS_WEIGHTS
+    weights = make_weights(wanted) if wanted else None
+    seconds: dict[ForwardKind, dict[Kernel, float]] = {}
+    few = weights.fused.max_rows if weights is not None and weights.fused is not None else MAX_ROWS
+    tokens = {ForwardKind.ONE: 1, ForwardKind.FEW: few, ForwardKind.MANY: 32}
+    with torch.inference_mode():
+        for kind, ways in options.items():
+            ids = torch.zeros(1, tokens[kind], dtype=torch.long, device=model.device)
+            for way in ways:
+                if way in NEEDS_WEIGHTS and (weights is None or way not in weights.ways):
+                    continue  # a copy that could not be made here
+                forward = (partial(weights.fused.scratch_step, tokens[kind])
+                           if way == Kernel.FUSED and weights is not None
+                           else partial(model, input_ids=ids, use_cache=False))
+                with on_kernels(way, weights):
+                    forward()  # kernel selection, first touch
+                    best = float("inf")
+                    for _ in range(reps):
+                        t0 = time.perf_counter()
+                        forward()
+                        best = min(best, time.perf_counter() - t0)
+                seconds.setdefault(kind, {})[way] = best
+    choice = {kind: ranked(times) for kind, times in seconds.items()}
+    remember(key, {"kernels": choice, "seconds": seconds})
+    if weights is not None:
+        weights.keep({w for ways in choice.values() for w in ways})  # the others' memory goes back
+        if not weights.ways:
+            weights.remove()
+            weights = None
+    return choice, weights
+
+
+def ranked(seconds: dict[Kernel, float]) -> list[Kernel]:
+    """Kernels fastest first, down to the first that runs any row (those after it never run)."""
+    order = sorted(seconds, key=seconds.__getitem__)
+    general = next((i for i, way in enumerate(order) if way not in PARTIAL), len(order) - 1)
+    return order[:general + 1]
+
+
+def _is_ranking(known: Any, options: Ranking) -> bool:
+    """Whether `known` (remembered) ranks every kind of `options` from its own ways, each
+    ending on one that runs any row (older remembered forms are measured again)."""
+    return isinstance(known, dict) and all(
+        isinstance(known.get(kind), list) and known[kind]
+        and all(way in ways for way in known[kind]) and known[kind][-1] not in PARTIAL
+        for kind, ways in options.items())
+
+
+@contextmanager
+def on_kernels(way: str, weights: Any = None) -> Iterator[None]:
+    """A context in which this thread's matrix products run on `way`'s kernels: oneDNN
+    switched off for torch's own (the oneDNN switch), the weight-copy switch set for a copy."""
+    with ExitStack() as stack:
+        if way in (Kernel.ATEN, Kernel.BF16):
+            stack.enter_context(onednn_switched(False))
+        if way in (Kernel.PACKED, Kernel.BF16) and weights is not None and way in weights.ways:
+            stack.enter_context(weights.active(way))
+        yield
+
+
+def without_copies(ranking: dict[str, list[str]]) -> dict[str, list[str]]:
+    """`ranking` on the weights as stored wherever it chose a copy (what the engine ran
+    before it measured those: the benchmarks' reference): oneDNN for prepacked weights,
+    torch's own kernels for a bf16 copy."""
+    plain: dict[str, str] = {Kernel.PACKED: Kernel.ONEDNN, Kernel.BF16: Kernel.ATEN}
+    return {kind: list(dict.fromkeys(plain.get(w, w) for w in ways)) for kind, ways in ranking.items()}
+
+
+@contextmanager
+def onednn_switched(enabled: bool) -> Iterator[None]:
+    """oneDNN (mkldnn) on or off for the matrix products inside.
+
+    Hook "oneDNN switch": a process-wide switch of torch's, not this thread's; a forward in
+    another thread meanwhile runs with the same kernels: slower or faster, but the same
+    products."""
+    import torch
+
+    was = torch._C._get_mkldnn_enabled()
+    if was == enabled:
+        yield
+        return
+    torch._C._set_mkldnn_enabled(enabled)
+    try:
+        yield
+    finally:
+        torch._C._set_mkldnn_enabled(was)
