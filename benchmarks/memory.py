@@ -39,7 +39,7 @@ def run_case(case: str, adapters: list[str]) -> dict:
     from coopcode.engines.embedded.engine import TransformersEngine
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
-    from coopcode.train.metrics import peak_rss_mb
+    from coopcode.training.metrics import peak_rss_mb
 
     engine = TransformersEngine(None)
     names: list[str | None] = [None]

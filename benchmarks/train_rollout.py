@@ -29,8 +29,8 @@ from typing import Any
 
 def make(engine: Any, problems: list[Any], sandbox: Any, per_step: int, args: Any,
          policy: Any = None, sync: Path | None = None) -> Any:
-    from coopcode.train.config import TrainConfig
-    from coopcode.train.magrpo import MAGRPOTrainer
+    from coopcode.training.config import TrainConfig
+    from coopcode.training.magrpo import MAGRPOTrainer
 
     config = TrainConfig(group_size=args.G, max_new_tokens=args.max_new_tokens,
                          problems_per_step=per_step, limit=len(problems), warmup_steps=0)
@@ -70,7 +70,7 @@ def vllm_part(args: Any, problems: list[Any], sandbox: Any) -> None:
     from coopcode.engines.served.openai_engine import OpenAIEngine
     from coopcode.engines.served.vllm_server import VLLMServer
     from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
-    from coopcode.train.policy import TransformersPolicy
+    from coopcode.training.policy import TransformersPolicy
 
     n = len(problems)
     print(f"\n== vllm: one step of {n} problems, G={args.G}")
@@ -96,8 +96,8 @@ import json, sys, time
 import coopcode
 from coopcode.engines.embedded.engine import TransformersEngine
 from coopcode.problems import load_problems
-from coopcode.train.config import TrainConfig
-from coopcode.train.magrpo import MAGRPOTrainer
+from coopcode.training.config import TrainConfig
+from coopcode.training.magrpo import MAGRPOTrainer
 from sandbox import open_sandbox
 n, G, tokens = (int(a) for a in sys.argv[1:4])
 problems = load_problems("humaneval:train")[:n]

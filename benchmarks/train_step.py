@@ -16,7 +16,7 @@ Three ways to compute the same numbers (the script checks they agree):
   the summed loss is backpropagated once.
 - per-completion (vectorised): the same forwards, but one log-softmax + gather per
   completion (how far the per-token loop alone explains the gap).
-- ours (`coopcode.train.logprobs.completion_logprobs`): the shared prompt prefix once, the
+- ours (`coopcode.training.logprobs.completion_logprobs`): the shared prompt prefix once, the
   rest as one right-padded batch, LM head only where completion tokens are predicted.
 
 Target: ours >= 2x faster than the reference for the same G and lengths.
@@ -47,14 +47,14 @@ def reference_logprobs(model: Any, prompts: list[list[int]], comps: list[list[in
 
 def vectorised_logprobs(model: Any, prompts: list[list[int]], comps: list[list[int]],
                         temperature: float) -> list[torch.Tensor]:
-    from coopcode.train.logprobs import per_completion_logprobs
+    from coopcode.training.logprobs import per_completion_logprobs
 
     return [x.sum() for x in per_completion_logprobs(model, prompts, comps, temperature=temperature)]
 
 
 def ours_logprobs(model: Any, prompts: list[list[int]], comps: list[list[int]],
                   temperature: float) -> list[torch.Tensor]:
-    from coopcode.train.logprobs import completion_logprobs
+    from coopcode.training.logprobs import completion_logprobs
 
     return list(completion_logprobs(model, prompts, comps, temperature=temperature).reduce("sum"))
 
@@ -91,8 +91,8 @@ def main() -> None:
     from coopcode.engines.embedded.engine import TransformersEngine
     from coopcode.problems import load_humaneval
     from coopcode.schemes import prompts
-    from coopcode.train.metrics import peak_rss_mb
-    from coopcode.train.policy import TransformersPolicy
+    from coopcode.training.metrics import peak_rss_mb
+    from coopcode.training.policy import TransformersPolicy
 
     problem = next(p for p in load_humaneval("all") if p.task_id == args.task)
     engine = TransformersEngine(args.model)

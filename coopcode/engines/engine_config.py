@@ -8,13 +8,13 @@ engine with one line before anything loads, and `kwargs` is what `load_engine` (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from coopcode.core.errors import UserError
 from coopcode.core.inputs import check_server_urls
 from coopcode.engines.registry import ENGINE_KINDS, engine_kind
-from coopcode.settings.options import check_options, option
+from coopcode.settings.options import check_options, option, options
 
 DTYPES = ("bfloat16", "float32", "float16")
 
@@ -43,6 +43,9 @@ class EngineConfig:
                                       "uses (e.g. a --lora-modules name).")
     main_model: str | None = option(None, "--engine openai: the served model name the main agent "
                                     "uses.")
+    engine_option: tuple[str, ...] = option(
+        (), "NAME=VALUE: an option of a registered engine's own (its EngineKind.settings); repeat.",
+        flags=("--engine-option",), repeat=True)
 
     def validate(self) -> None:
         """UserError, one line naming the flag: an unknown engine or dtype, an option of
@@ -62,12 +65,42 @@ class EngineConfig:
                                 "http://127.0.0.1:8000/v1)")
             check_server_urls("--base-url", self.base_url)
         check_options(self)
+        self.own_options()
+
+    def own_options(self) -> dict[str, Any]:
+        """The engine's own options (`--engine-option NAME=VALUE`, checked against its
+        `EngineKind.settings`), with that class's defaults for those not given."""
+        kind = engine_kind(self.engine)
+        if kind.settings is None:
+            if self.engine_option:
+                raise UserError(f"--engine-option {self.engine_option[0]}: {kind.title} takes no "
+                                "options of its own")
+            return {}
+        declared = {o.name: o for o in options(kind.settings)}
+        given: dict[str, Any] = {}
+        for item in self.engine_option:
+            name, sep, text = item.partition("=")
+            key = name.strip().replace("-", "_")
+            if not sep:
+                raise UserError(f"--engine-option {item}: write NAME=VALUE")
+            if key not in declared:
+                raise UserError(f"--engine-option {item}: {kind.name} has no option {name!r}: use "
+                                f"one of {', '.join(declared)}")
+            opt = declared[key]
+            try:
+                given[key] = opt.parse(text)
+                opt.check(given[key])
+            except (ValueError, UserError) as e:
+                raise UserError(f"--engine-option {item}: "
+                                f"{str(e).replace(f' for {opt.flag}', '')}") from None
+        return asdict(kind.settings(**given))
 
     def kwargs(self) -> dict[str, Any]:
         """The keyword arguments of the engine's constructor these options ask for."""
+        own = self.own_options()
         if engine_kind(self.engine).served:  # the server chose its dtype
             return {"base_urls": list(self.base_url), "api_key_env": self.api_key_env,
-                    "helper_model": self.helper_model, "main_model": self.main_model}
+                    "helper_model": self.helper_model, "main_model": self.main_model, **own}
         kw: dict[str, Any] = {"dtype": self.dtype}
         if self.deterministic:
             kw["deterministic"] = True
@@ -75,4 +108,4 @@ class EngineConfig:
             kw["max_batch"] = self.max_batch
         if self.kv_cache_gb is not None:
             kw["kv_cache_gb"] = self.kv_cache_gb
-        return kw
+        return {**kw, **own}

@@ -31,6 +31,10 @@ class EngineKind:
     # How it samples a training's rollouts: "in place" (the model being trained samples
     # itself), "beside" (it samples; a separate copy of the model learns), "" (it cannot).
     rollouts: str = "beside"
+    # The options of its own (a plugin's engine): a dataclass of `option` fields, given as
+    # `--engine-option NAME=VALUE` and passed to its class as keyword arguments (its defaults
+    # declared there, once). The shipped engines' options are EngineConfig fields (`options`).
+    settings: type | None = None
 
     @property
     def title(self) -> str:
