@@ -9,5 +9,5 @@ from pathlib import Path
 def cache_dir() -> Path:
     """Converted models and other caches: $COOPCODE_CACHE, else ~/.cache/coopcode."""
     env = os.environ.get("COOPCODE_CACHE")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "coopcode"
+    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "coopcode"
     return base
