@@ -46,7 +46,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from coopcode.engines.embedded.kernels import Kernel
+from coopcode.engines.embedded.kernel_kinds import Kernel
 
 WAYS = (Kernel.PACKED, Kernel.BF16, Kernel.FUSED)  # the kernels whose weights are made here
 # Hook "weight-copy switch": .way is the copy this thread's forwards multiply by (None: the

@@ -24,43 +24,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from enum import StrEnum
 from functools import partial
 from typing import Any
 
+from coopcode.engines.embedded import kernel_weights
 from coopcode.engines.embedded.cpu_format import remember, remembered
+from coopcode.engines.embedded.kernel_kinds import NEEDS_WEIGHTS, PARTIAL, ForwardKind, Kernel
 
+__all__ = ["NEEDS_WEIGHTS", "PARTIAL", "ForwardKind", "Kernel", "Ranking"]  # the kinds, with the choice
 
-class _Stored(StrEnum):
-    """A name kept in the kernel file: it is that string (equal, hashed and written alike),
-    and prints as it (a ranking printed by a benchmark reads as before)."""
-
-    __repr__ = str.__repr__
-
-
-class ForwardKind(_Stored):
-    """A kind of forward of the decode loop, each with kernels of its own."""
-
-    ONE = "one"  # a single token: one stream
-    FEW = "few"  # 2 to `FusedDecoder.max_rows` rows that each decode a token, no prompt
-    MANY = "many"  # any other batch
-
-
-class Kernel(_Stored):
-    """The matrix kernels a forward may run on (`choose_kernels`)."""
-
-    ONEDNN = "onednn"  # torch's default on a CPU
-    ATEN = "aten"  # torch's own, oneDNN switched off
-    PACKED = "packed"  # oneDNN on prepacked copies of the weights
-    BF16 = "bf16"  # torch's own on a bf16 copy of fp32 weights
-    FUSED = "fused"  # the whole step in one compiled call (`fused_decode`)
-
-
-# The kernels that need `KernelWeights` made for them (copies of the weights, or the fused step).
-NEEDS_WEIGHTS = frozenset({Kernel.PACKED, Kernel.BF16, Kernel.FUSED})
-# The one kernel that does not run every row: the fused step refuses rows under an adapter it
-# cannot apply (`FusedDecoder.runs`).
-PARTIAL = frozenset({Kernel.FUSED})
 
 Ranking = dict[ForwardKind, list[Kernel]]  # per kind, its kernels fastest first
 
@@ -73,8 +45,6 @@ def offered(model: Any, dtype_chosen: bool) -> Ranking:
     only as far as they fit easily in memory (prepacked first: a batch's speed is what benches
     and training wait on)."""
     import torch
-
-    from coopcode.engines.embedded import kernel_weights
 
     extra: list[Kernel] = []
     if kernel_weights.can_pack(model.dtype):
