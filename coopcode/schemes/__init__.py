@@ -25,6 +25,7 @@ from coopcode.schemes.base import (
     SeedFn,
     Steps,
     adapter_of,
+    main_role,
     per_role,
     public_check,
     sample_steps,
@@ -81,6 +82,6 @@ def get_scheme(name: str) -> Scheme:
 
 __all__ = [
     "DEFAULT_SCHEME", "ROLE_ADAPTERS", "SCHEMES", "Ask", "Check", "PromptBook", "SampleState",
-    "Scheme", "SeedFn", "Steps", "adapter_of", "get_scheme", "has_helper", "per_role", "public_check",
+    "Scheme", "SeedFn", "Steps", "adapter_of", "main_role", "get_scheme", "has_helper", "per_role", "public_check",
     "register_scheme", "sample_steps", "scheme_names", "trainable_scheme_names",
 ]

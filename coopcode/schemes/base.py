@@ -13,7 +13,7 @@ role's to `main_code`; the program is the prompt's imports + helper code + main 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
@@ -37,6 +37,13 @@ T = TypeVar("T")
 def adapter_of(role: str) -> str:
     """The adapter (`helper` or `main`) role `role` writes with."""
     return ROLE_ADAPTERS[role]
+
+
+def main_role(roles: Iterable[str]) -> str:
+    """Of a sample's roles, the one whose code is `main_code` (the entry point): every role
+    but the helper's writes there (`SampleState.record`)."""
+    (role,) = [r for r in roles if r != "helper"]
+    return role
 
 
 def per_role(helper: T, main: T) -> dict[str, T]:

@@ -39,6 +39,7 @@ from coopcode.schemes import (
     SampleState,
     adapter_of,
     get_scheme,
+    main_role,
     public_check,
 )
 from coopcode.training.config import TrainConfig
@@ -89,7 +90,7 @@ class ExecutionScorer:
         written = []
         for p, a, node in items:
             codes = {r: node.samples[r][i].code for r, i in a.members.items()}
-            written.append(Written(p, self.scheme, codes.get("main", codes.get("single", "")),
+            written.append(Written(p, self.scheme, codes[main_role(codes)],
                                    codes.get("helper", ""), a.program))
         return [Scored(j.reward, j.verdict.passed, j.verdict, j.cooperation)
                 for j in judge_all(written, self.sandbox, self.reward, self.timeout)]
@@ -199,7 +200,7 @@ class RolloutBuilder:
             parents = op.parent_samples
             attempt = Attempt(op.problem.task_id, 0, self.scheme.name, feedback=op.parent.feedback)
             attempt.helper_code = parents["helper"].code if "helper" in parents else ""
-            attempt.main_code = parents["main" if "main" in parents else "single"].code
+            attempt.main_code = parents[main_role(parents)].code
             state = SampleState(op.problem, 0, self.book, attempt,
                                 first_prompts={r: s.first_prompt for r, s in parents.items()})
         return SampleSpec(op.problem, 0, self.scheme, self.params, seeds, ROLE_ADAPTERS,
