@@ -64,6 +64,7 @@ _LAZY = {
     # your own schemes, rewards and engines (one module; COOPCODE_PLUGINS for the command line)
     "register_scheme": "coopcode.schemes", "register_reward": "coopcode.rewards",
     "register_engine": "coopcode.engines", "EngineKind": "coopcode.engines",
+    "EngineConfig": "coopcode.engines",
     "load_plugins": "coopcode.plugins",
     # evaluation: intervals, paired comparisons, cooperation patterns
     "classify_cooperation": "coopcode.written.cooperation",

@@ -6,17 +6,19 @@ torch and the app load inside the command.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import typer
 
 from coopcode import (
     AdapterChoice,
+    EngineConfig,
     ModelChoice,
     SandboxChoice,
     check_options,
     config_options,
     option,
+    option_args,
 )
 
 SCREENS = ("agents", "collaborate", "train", "bench")
@@ -40,20 +42,22 @@ class TuiConfig:
 
 @config_options
 def tui(model: ModelChoice, adapters: AdapterChoice, sandbox: SandboxChoice,
-        config: TuiConfig) -> None:
+        engine_config: EngineConfig, config: TuiConfig) -> None:
     """The interactive app: watch the agents collaborate, run the code, train and benchmark."""
     from tui.app import CoopApp
-    from tui.session import AgentsSpec, Session
+    from tui.session import AgentsSpec, Session, engine_factory_for
 
     spec = AgentsSpec(model=model.model, helper_adapter=adapters.helper_adapter,
-                      main_adapter=adapters.main_adapter, sandbox=sandbox.sandbox)
+                      main_adapter=adapters.main_adapter, sandbox=sandbox.sandbox,
+                      engine_args=engine_args_of(engine_config))
     if config.scripted:
         from tui.demo import demo_engine
 
         session = Session(spec,
                           engine_factory=lambda _model, _progress: demo_engine())
     else:
-        session = Session(spec)
+        session = Session(spec, engine_factory=engine_factory_for(engine_config.engine,
+                                                                  engine_config.kwargs()))
     app = CoopApp(session, mode=config.screen, theme=config.theme, problem=config.problem)
     try:
         app.run()
@@ -63,6 +67,12 @@ def tui(model: ModelChoice, adapters: AdapterChoice, sandbox: SandboxChoice,
 
 # How long the window-less process may spend closing the session before it leaves anyway.
 CLOSE_GRACE_S = 0.5
+
+
+def engine_args_of(engine_config: EngineConfig) -> tuple[str, ...]:
+    """The engine flags a user gave (those not at their default), for the TUI's children."""
+    given = [f.name for f in fields(EngineConfig) if getattr(engine_config, f.name) != f.default]
+    return tuple(option_args(engine_config, given))
 
 
 def _leave(session: object, code: int) -> None:

@@ -27,6 +27,9 @@ class AgentsSpec:
     helper_adapter: str | None = None
     main_adapter: str | None = None
     sandbox: str = "auto"
+    # The engine and its options as `coopcode tui` was given them (`--engine canned
+    # --engine-option op=-`): the base is loaded with them, and the bench children get them.
+    engine_args: tuple[str, ...] = ()
 
     def with_(self, **changes: Any) -> AgentsSpec:
         return replace(self, **changes)
@@ -41,6 +44,17 @@ def default_engine_factory(model: str | None, progress: Progress) -> Any:
     from coopcode import load_engine
 
     return load_engine(model, progress=progress)
+
+
+def engine_factory_for(engine: str, options: dict[str, Any]) -> EngineFactory:
+    """Loads the base with engine `engine` (a registered one included) and its options
+    (`EngineConfig.kwargs()`)."""
+    def load(model: str | None, progress: Progress) -> Any:
+        from coopcode import load_engine
+
+        return load_engine(model, engine, progress=progress, **options)
+
+    return load
 
 
 def default_sandbox_opener(backend: str, warn: Progress) -> Any:

@@ -45,3 +45,21 @@ async def test_the_tuis_scheme_lists_show_a_plugin_scheme(registered_plugin: Non
         await pilot.pause()
         choices = app.screen.query_one("#scheme")
         assert ("blind", "blind") in list(choices._options)
+
+
+async def test_the_tui_loads_a_plugin_engine_with_its_options_and_benches_with_it(
+        registered_plugin: None, make_app: Any, tiny_model_dir: Path) -> None:
+    from coopcode import EngineConfig
+    from tui.cli import engine_args_of
+    from tui.session import AgentsSpec, engine_factory_for
+
+    config = EngineConfig(engine="canned", engine_option=("op=-",))
+    config.validate()
+    engine = engine_factory_for(config.engine, config.kwargs())(None, lambda _m: None)
+    assert type(engine).__name__ == "Canned" and engine.op == "-"
+    spec = AgentsSpec(model=str(tiny_model_dir), sandbox="process", engine_args=engine_args_of(config))
+    app = make_app(spec=spec, mode="bench", autoload=False)
+    async with app.run_test(size=(100, 30)):
+        argv, _ks, _n = app.screen.build_argv()
+        at = argv.index("--engine")
+        assert argv[at:at + 4] == ["--engine", "canned", "--engine-option", "op=-"]

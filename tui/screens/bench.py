@@ -279,6 +279,7 @@ class BenchScreen(JobScreen):
                 "--sandbox", session.spec.sandbox]
         if session.spec.model:
             args += ["--model", session.spec.model]
+        args += session.spec.engine_args  # the engine the TUI was started with, and its options
         for role in ("helper", "main"):
             value = str(self.query_one(f"#{role}-adapter", Select).value)
             if value != NO_ADAPTER:
