@@ -67,12 +67,11 @@ def coop(main: str, helper: str = HELPER, verdict: Verdict = PASS_ALL) -> dict[s
 
 # -- registration ---------------------------------------------------------------------------
 
-def test_coop_text_is_registered_beside_coop_with_its_terms_and_source() -> None:
+def test_coop_text_is_registered_beside_coop_with_its_terms_and_formula() -> None:
     r = get_reward("coop-text")
     assert list(REWARDS).index("coop-text") == list(REWARDS).index("coop") + 1
     assert r.terms == get_reward("coop").terms  # the two compare term by term
-    assert r.maximum == 4.0 and r.agents == "pair"
-    assert "OpenMLRL/LLM_Collab_Code_Generation" in r.source and "7ad59851" in r.source
+    assert "their text checks" in r.summary and "`aux (x)`" in r.summary
 
 
 # -- their levels and gates -----------------------------------------------------------------
