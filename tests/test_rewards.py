@@ -189,3 +189,18 @@ def test_use_is_counted_per_call_site() -> None:
     use = analyse_use(HELPER, "def f(xs):\n    a = aux(xs)\n    aux(xs)\n    return a + aux([1])\n", "f")
     assert (use.used, use.discarded) == (2, 1)
     assert use.live == ("aux",) and use.entry_returns and use.helper_returns
+
+
+def test_a_reward_returning_a_term_it_did_not_register_is_refused() -> None:
+    from coopcode.rewards import REWARDS, RewardBreakdown, register
+    from sandbox import Verdict
+
+    @register("stray-term", ("tests",), "Passing tests")
+    def stray(inp):  # type: ignore[no-untyped-def]
+        return RewardBreakdown(tests=1.0, bonus=0.5)
+
+    try:
+        with pytest.raises(ValueError, match="returned term 'bonus'"):
+            REWARDS["stray-term"](RewardInput(verdict=Verdict(status="passed"), main_code=""))
+    finally:
+        del REWARDS["stray-term"]

@@ -165,3 +165,32 @@ def test_unknown_scheme() -> None:
     with pytest.raises(UserError, match="unknown scheme 'quartet'"):
         get_scheme("quartet")
     assert SCHEMES == ("single", "sequential", "parallel", "concat", "discussion")
+
+
+def test_a_scheme_is_asked_what_it_is_and_one_that_says_the_impossible_is_refused() -> None:
+    from coopcode.schemes import (
+        Scheme,
+        adapter_of,
+        get_scheme,
+        main_role,
+        per_role,
+        register_scheme,
+        trainable_scheme_names,
+    )
+
+    assert trainable_scheme_names() == ("sequential", "parallel")
+    assert get_scheme("sequential").main_sees_helper and not get_scheme("parallel").main_sees_helper
+    assert [adapter_of(r) for r in ("helper", "main", "single")] == ["helper", "main", "main"]
+    assert per_role("h", "m") == {"helper": "h", "main": "m", "single": "m"}
+    assert main_role(("helper", "single")) == "single" and main_role(("main",)) == "main"
+
+    class Lonely(Scheme):
+        name, roles, trainable = "lonely", ("single",), True
+
+    class Blind(Scheme):
+        name, roles, main_sees_helper = "blind-single", ("single",), True
+
+    for impossible in (Lonely, Blind):
+        with pytest.raises(ValueError, match=impossible.name):
+            register_scheme(impossible)
+        assert impossible.name not in trainable_scheme_names()
