@@ -166,7 +166,8 @@ def test_sigkill_with_30_samples_in_flight_then_rerun(tmp_path: Path, tiny_model
                                                      cli_env: dict[str, str]) -> None:
     """36 samples (3 problems x 12) all in flight at once, killed after the first is written:
     the rerun ends with the uninterrupted run's samples and summary, none lost or doubled."""
-    extra = ("--n", "12", "--k", "1,12", "--concurrency", "36", "--deterministic")
+    extra = ("--n", "12", "--k", "1,12", "--concurrency", "36", "--deterministic",
+             "--max-new-tokens", "12")  # the last --max-new-tokens given wins: bookkeeping, not text
     reference = tmp_path / "reference"
     subprocess.run(_bench_cmd(tiny_model_dir, reference, *extra), env=cli_env, check=True,
                    capture_output=True, timeout=600)
