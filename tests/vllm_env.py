@@ -38,11 +38,13 @@ def vllm_env() -> dict[str, str]:
 
 
 class VLLMServer(_Server):
-    """`vllm serve` of the embedded model with the committed pair as two LoRA modules."""
+    """`vllm serve` of the embedded model with the committed pair as two LoRA modules, and
+    room for a trainer's two adapters loaded at run time (one server for every test that
+    needs one: the engine's, the bench's and the remote rollouts'; starting one takes ~45 s)."""
 
     def __init__(self, model_dir: Path, log: Path) -> None:
         vllm_python_or_skip()
-        super().__init__(model_dir, SERVED, log, venv=VENV,
+        super().__init__(model_dir, SERVED, log, venv=VENV, runtime_lora=2, max_lora_rank=8,
                          lora_modules={"helper": DEMO / "helper", "main": DEMO / "main"})
 
 

@@ -1,5 +1,6 @@
-"""Rollouts sampled by a real `vllm serve` (vLLM's CPU build), gradients by the transformers
-policy: after every optimizer step the server gets the new adapters under new names
+"""Rollouts sampled by a real `vllm serve` (vLLM's CPU build; the suite's one server,
+`vllm_server` in tests/conftest.py), gradients by the transformers policy: after every
+optimizer step the server gets the new adapters under new names
 (/v1/load_lora_adapter), the old ones are unloaded, and the trained adapters load in solve."""
 
 from __future__ import annotations
@@ -11,31 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vllm_env import vllm_python_or_skip
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
-@pytest.fixture(scope="module")
-def training_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from coopcode.engines.served.vllm_server import VLLMServer
-    from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
-
-    python = vllm_python_or_skip()
-    server = VLLMServer(model_dir(CATALOG[DEFAULT_MODEL]), DEFAULT_MODEL,
-                        tmp_path_factory.mktemp("vllm") / "serve.log", venv=python.parent.parent,
-                        runtime_lora=2, max_lora_rank=8)
-    try:
-        server.wait_ready()
-        yield server
-    finally:
-        server.stop()
-
-
 def test_a_run_sampled_by_vllm_serve_updates_its_adapters_and_they_load_in_solve(
-        training_server: Any, tmp_path: Path, process_sandbox: Any, cli_env: dict[str, str]) -> None:
+        vllm_server: Any, tmp_path: Path, process_sandbox: Any, cli_env: dict[str, str]) -> None:
     import httpx2 as httpx
 
     from coopcode.engines.served.openai_engine import OpenAIEngine
@@ -44,7 +28,7 @@ def test_a_run_sampled_by_vllm_serve_updates_its_adapters_and_they_load_in_solve
     from coopcode.training.magrpo import MAGRPOTrainer
     from coopcode.training.policy import TransformersPolicy
 
-    engine = OpenAIEngine(None, base_urls=[training_server.url])
+    engine = OpenAIEngine(None, base_urls=[vllm_server.url])
     assert engine.token_ids_from_server  # vLLM streams the sampled ids: the loss scores them
     policy = TransformersPolicy.load(None)
     config = TrainConfig(group_size=2, max_new_tokens=48, warmup_steps=0, lora_rank=8,
@@ -53,7 +37,7 @@ def test_a_run_sampled_by_vllm_serve_updates_its_adapters_and_they_load_in_solve
                             sandbox=process_sandbox, sync_dir=tmp_path / "sync")
     metrics = [trainer.train_step() for _ in range(2)]
     assert all(m["helper/completion_tokens"] > 0 and m["main/completion_tokens"] > 0 for m in metrics)
-    served = {m["id"] for m in httpx.get(f"{training_server.url}/models", timeout=10).json()["data"]}
+    served = {m["id"] for m in httpx.get(f"{vllm_server.url}/models", timeout=10).json()["data"]}
     assert {"helper-v2", "main-v2"} <= served and not {"helper-v1", "main-v1"} & served
     # The sampled ids are what the policy scores: they decode to the rollout's text.
     sample = trainer.last_rollouts[0].root.samples["main"][0]
@@ -71,13 +55,13 @@ def test_a_run_sampled_by_vllm_serve_updates_its_adapters_and_they_load_in_solve
 
 
 def test_a_rollout_server_killed_mid_run_stops_at_a_step_boundary_and_resume_continues(
-        training_server: Any, tmp_path: Path, cli_env: dict[str, str]) -> None:
+        vllm_server: Any, tmp_path: Path, cli_env: dict[str, str]) -> None:
     """The server sampling the rollouts dies mid-step: the step in progress is dropped (no
     half-step is saved), the run stops with one line naming the server, and `--resume` (the
     server back) continues to the end with every step once."""
     from vllm_env import FaultProxy
 
-    proxy = FaultProxy(training_server.url.removesuffix("/v1"))
+    proxy = FaultProxy(vllm_server.url.removesuffix("/v1"))
     out = tmp_path / "run"
     argv = [sys.executable, "-m", "coopcode", "train", "--rollout-engine", "openai",
             "--rollout-base-url", proxy.url, "--steps", "3", "-G", "2", "--max-new-tokens", "32",
