@@ -52,6 +52,7 @@ def _jsonl(path: Path) -> list[dict]:
 def test_a_bench_on_a_full_disk_stops_cleanly_and_resumes(small_disk: Path,
                                                           tiny_model_dir: Path) -> None:
     out = small_disk / "bench"
+    grow(small_disk, "150k")  # about half of the 48 samples' records (~245 KB)
     args = ("bench", "--model", str(tiny_model_dir), "--problems", "humaneval:test", "--limit",
             "12", "--n", "4", "--k", "1", "--max-new-tokens", "32", "--sandbox", "process",
             "--dtype", "float32", "--out", str(out))

@@ -23,6 +23,8 @@ def sharp_model_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFacto
     dest = tmp_path_factory.mktemp("models") / "tiny-sharp"
     model = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir), dtype=torch.float32)
     model.config.tie_word_embeddings = False
+    with torch.no_grad():  # the tiny model's final norm spreads its tied head's logits: not here
+        model.model.norm.weight.fill_(1.0)
     gen = torch.Generator().manual_seed(1)
     weight = torch.randn(model.lm_head.weight.shape, generator=gen) * 0.02 * 40
     model.lm_head.weight = torch.nn.Parameter(weight)

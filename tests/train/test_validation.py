@@ -202,7 +202,9 @@ def test_validation_does_not_change_what_is_trained(tiny_model_dir: Path, auto_s
         # Alone per sample: the two runs' rollouts must not differ by batch rounding.
         engine = TransformersEngine(str(tiny_model_dir), dtype="float32", deterministic=True)
         try:
-            train(TrainConfig(steps=2, group_size=2, max_new_tokens=8, limit=2, **validation),
+            # temperature 2: a flat draw, so two siblings differ and the steps have a gradient
+            train(TrainConfig(steps=2, group_size=2, max_new_tokens=8, limit=2, temperature=2.0,
+                              **validation),
                   out, engine=engine, sandbox=auto_sandbox, scorer=output_scorer(odd_length))
         finally:
             engine.close()
