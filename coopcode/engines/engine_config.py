@@ -3,7 +3,7 @@
 `coopcode solve`, `coopcode bench` and `coopcode paper-table` take these options
 (`coopcode.settings.options.config_options`); `validate` refuses a bad value or an option of another
 engine with one line before anything loads, and `kwargs` is what `load_engine` (through
-`runtime.open_agents`) is given.
+`engines.agents.open_agents`) is given.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 options only it takes, whether it is a server, and how it samples a training's rollouts.
 
 `coopcode.engines.load_engine`, the engine options (`EngineConfig`: --engine's choices, which
-flags belong to which engine), `runtime.open_agents` and training's `--rollout-engine` all
+flags belong to which engine), `engines.agents.open_agents` and training's `--rollout-engine` all
 read this table, so a new engine is one `EngineKind` and its class:
 
     register_engine(EngineKind("llamacpp", "my_pkg.llamacpp_engine:LlamaCppEngine",
