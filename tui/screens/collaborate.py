@@ -427,11 +427,12 @@ class CollaborateScreen(Screen[None]):
         if not merged:
             return
         helper = self.query_one("#helper-pane", AgentPane)
+        main_waits = get_scheme(self.run_scheme).main_sees_helper
         for agent, turn, text, n in merged:
             if agent == "helper":
                 helper.append(text, turn, tokens=n)
                 continue
-            if get_scheme(self.run_scheme).main_sees_helper and turn == 1 and helper.state == "streaming":
+            if main_waits and turn == 1 and helper.state == "streaming":
                 helper.finish()  # main starts once the helper's code is complete
             self.query_one("#main-pane", AgentPane).append(text, turn, tokens=n)
 
