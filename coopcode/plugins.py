@@ -25,7 +25,7 @@ _loaded: set[str] = set()
 def plugin_names() -> list[str]:
     """The plugins named in COOPCODE_PLUGINS, then those installed as entry points."""
     named = [n.strip() for n in os.environ.get(ENV, "").split(",") if n.strip()]
-    return named + [f"{ep.value}" for ep in entry_points(group=GROUP)]
+    return named + [ep.module for ep in entry_points(group=GROUP)]  # its module registers
 
 
 def load_plugins() -> list[str]:
