@@ -42,6 +42,7 @@ from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
 from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.nav import NavBar
+from tui.widgets.tabs import show_tab
 
 SPLITS = ("humaneval:test", "humaneval:train", "humaneval:all")
 # The form shows BenchConfig's `form=N` fields; it proposes a quicker run than the CLI's.
@@ -302,7 +303,7 @@ class BenchScreen(JobScreen):
         bar = self.query_one("#bench-progress", ProgressBar)
         bar.update(total=None, progress=0)
         self.query_one("#bench-rate", Label).update("loading the model…")
-        self.query_one("#bench-tabs", TabbedContent).active = "tab-live"
+        show_tab(self.query_one("#bench-tabs", TabbedContent), "tab-live")
         self.start_job(argv)
 
     @on(Button.Pressed, "#stop")

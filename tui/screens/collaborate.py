@@ -52,6 +52,7 @@ from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.widgets.agent_pane import AgentPane, style_code
 from tui.widgets.nav import NavBar
 from tui.widgets.results import TestsTable, VerdictSummary
+from tui.widgets.tabs import show_tab
 
 FLUSH_EVERY = 1 / 10  # s; tokens are drawn in batches at most this often (see _flush_deltas)
 
@@ -277,7 +278,7 @@ class CollaborateScreen(Screen[None]):
         self.query_one("#program", TextArea).load_text("")
         self.query_one("#tests", TestsTable).clear()
         self.query_one("#summary", VerdictSummary).show_idle("the agents are writing…")
-        self.query_one("#tabs", TabbedContent).active = "tab-agents"
+        show_tab(self.query_one("#tabs", TabbedContent), "tab-agents", "#main-code")
         self._generate(problem, agents, scheme, turns, self.run_id, self.cancel_event)
 
     def action_cancel(self) -> None:
@@ -451,7 +452,7 @@ class CollaborateScreen(Screen[None]):
             style_code(program)
             program.load_text(e.program)
             self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
-            self.query_one("#tabs", TabbedContent).active = "tab-program"
+            show_tab(self.query_one("#tabs", TabbedContent), "tab-program", "#program")
         elif isinstance(e, VerdictReady):
             self.testing = False
             self.query_one("#tests", TestsTable).show(e.verdict)
