@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 
 from tui.session import AgentsSpec, Session
 
@@ -37,6 +37,8 @@ class CoopApp(App[None]):
     }
     BINDINGS = [
         Binding("f1", "help", "Help", id="app.help", priority=True),
+        # Not a priority: a `?` typed into a field or an editor is text.
+        Binding("question_mark", "keys", "Keys", id="app.keys", key_display="?"),
         Binding("f2", "switch_mode('agents')", "Agents", id="app.agents", show=False, priority=True),
         Binding("f3", "switch_mode('collaborate')", "Collaborate", id="app.collaborate",
                 show=False, priority=True),
@@ -46,6 +48,18 @@ class CoopApp(App[None]):
         Binding("ctrl+q", "request_quit", "Quit", id="app.quit", show=False, priority=True),
         Binding("ctrl+p", "command_palette", "Commands", id="app.palette", show=False, priority=True),
     ]
+
+    ACTION_HELP = {
+        "help": "what each screen is for, and its keys",
+        "keys": "this list: every key of the screen you are on",
+        "switch_mode('agents')": "the Agents screen: base model and adapters",
+        "switch_mode('collaborate')": "the Collaborate screen: run the pair on a problem",
+        "switch_mode('train')": "the Train screen: MAGRPO/GRPO runs",
+        "switch_mode('bench')": "the Bench screen: pass@k, earlier runs",
+        "toggle_theme": "light / dark theme",
+        "request_quit": "quit (asks whether to stop or detach running jobs)",
+        "command_palette": "command palette: every action by name",
+    }
 
     status_line: reactive[str] = reactive("")
     agents_state: reactive[str] = reactive("idle")  # idle, loading, ready, error
@@ -207,6 +221,12 @@ class CoopApp(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_keys(self) -> None:
+        from tui.screens.keys import KeysScreen
+
+        if not isinstance(self.screen, ModalScreen):
+            self.push_screen(KeysScreen(self.screen))
+
     def action_toggle_theme(self) -> None:
         self.theme = THEMES["light"] if self.current_theme.dark else THEMES["dark"]
 
@@ -247,6 +267,14 @@ class CoopApp(App[None]):
         for job in jobs:
             job.stop()
         self.call_from_thread(self.exit)
+
+    def on_key(self, event: events.Key) -> None:
+        """Runs before Textual's own key handling (the app's bindings): a key the dialog on
+        top says was not meant for it goes no further (`DecisionDialog.drops_key`)."""
+        drops_key = getattr(self.screen, "drops_key", None)
+        if drops_key is not None and drops_key(event):
+            event.prevent_default()
+            event.stop()
 
     def on_unmount(self) -> None:
         for mode in ("collaborate",):

@@ -41,8 +41,13 @@ async def test_every_main_action_is_in_the_footer_and_the_palette(make_app):
             await pilot.pause()
             screen = app.screen
             shown = {b.binding.action for b in screen.active_bindings.values() if b.binding.show}
+            tab_titles = " ".join(str(t.label) for t in screen.query("Tab"))
             for binding in screen.BINDINGS:
-                assert binding.action in shown, (mode, binding.action)
+                if binding.action.startswith("show_tab"):
+                    # An inner tab's key is written on the tab itself ("F7 Problem").
+                    assert binding.key.upper() in tab_titles, (mode, binding.key, tab_titles)
+                else:
+                    assert binding.action in shown, (mode, binding.action)
                 assert binding.id, "every binding has an id (keymaps can rebind it)"
             titles = [c.title for c in app.get_system_commands(screen)]
             for binding in screen.BINDINGS:

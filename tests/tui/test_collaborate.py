@@ -96,10 +96,10 @@ async def test_edit_the_program_and_rerun_copy_and_save(make_app, workdir: Path)
         await pilot.press("ctrl+r")
         table = screen.query_one("#tests", TestsTable)
         await wait_until(pilot, lambda: table.row_count > 0)
-        # Break the program in the editor; Ctrl+B runs the edited text in the sandbox.
+        # Break the program in the editor; Ctrl+G runs the edited text in the sandbox.
         editor = screen.query_one("#program")
         editor.load_text(editor.text.replace("< threshold", "> threshold"))
-        await pilot.press("ctrl+b")
+        await pilot.press("ctrl+g")
         await wait_until(pilot, lambda: "FAILED" in str(screen.query_one("#summary").render()))
         assert any(str(table.get_row_at(i)[1]) == "failed" for i in range(table.row_count))
         await pilot.press("f6")

@@ -1,6 +1,6 @@
 """The Collaborate screen under sandbox faults (real process sandboxes, real kills): a worker
 killed while it judges is a re-run said in the summary, never a verdict; a sandbox that stays
-down is a status line (no test shown failed) and Ctrl+B tries again once it is back."""
+down is a status line (no test shown failed) and Ctrl+G tries again once it is back."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ async def test_a_worker_killed_while_judging_is_a_rerun_not_a_verdict(make_app: 
         screen = app.screen
         table = await _first_run(pilot, screen)
         before = process_sandbox.infra_retries
-        await pilot.press("ctrl+b")
+        await pilot.press("ctrl+g")
         await wait_until(pilot, lambda: screen.testing, what="testing")
         await pilot.pause(0.5)
         assert kill_workers(process_sandbox) >= 1
@@ -96,23 +96,23 @@ async def test_a_sandbox_down_is_a_status_line_and_a_retry_never_a_failed_test(
             screen = app.screen
             table = await _first_run(pilot, screen)
             summary = screen.query_one("#summary")
-            await pilot.press("ctrl+b")
+            await pilot.press("ctrl+g")
             await wait_until(pilot, lambda: screen.testing, what="testing")
             await pilot.pause(0.3)
             down.set()
             assert kill_workers(opened[-1]) == 1
             await wait_until(pilot, lambda: not screen.testing, timeout=30, what="the outage")
             text = str(summary.render())
-            assert "SANDBOX DOWN" in text and "FAILED" not in text and "Ctrl+B" in text, text
+            assert "SANDBOX DOWN" in text and "FAILED" not in text and "Ctrl+G" in text, text
             assert table.row_count == 0  # no test shown, so none shown failed
             # Still down: trying again says so again, and judges nothing.
-            await pilot.press("ctrl+b")
+            await pilot.press("ctrl+g")
             await wait_until(pilot, lambda: not screen.testing and "outage" in str(summary.render()),
                              timeout=15, what="the second outage line")
             assert "SANDBOX DOWN" in str(summary.render()) and table.row_count == 0
-            # Back: Ctrl+B opens a new sandbox and the program is judged.
+            # Back: Ctrl+G opens a new sandbox and the program is judged.
             down.clear()
-            await pilot.press("ctrl+b")
+            await pilot.press("ctrl+g")
             await wait_until(pilot, lambda: table.row_count > 0, timeout=30, what="the verdict")
             assert statuses(table) == {"passed"} and "PASSED" in str(summary.render())
             assert len(opened) == 2

@@ -158,8 +158,14 @@ class BenchScreen(JobScreen):
         Binding("ctrl+r", "start", "Start", id="bench.start", priority=True),
         Binding("escape", "stop", "Stop", id="bench.stop"),
         Binding("ctrl+l", "refresh", "Rescan", id="bench.refresh"),
+        Binding("f7", "show_tab('tab-live')", "Live", id="bench.tab-live", show=False,
+                priority=True),
+        Binding("f8", "show_tab('tab-runs')", "Runs", id="bench.tab-runs", show=False,
+                priority=True),
     ]
     ACTION_HELP = {
+        "show_tab('tab-live')": "The Live tab: the running bench's progress and scores",
+        "show_tab('tab-runs')": "The Runs tab: earlier benches side by side, paired",
         "start": "Start a bench run (a child process; rerunning the same name resumes)",
         "stop": "Stop the bench (finished problems are kept)",
         "refresh": "Rescan runs/ for earlier benches",
@@ -195,14 +201,14 @@ class BenchScreen(JobScreen):
                     yield Button("Start", id="start", variant="success", compact=True)
                     yield Button("Stop", id="stop", variant="error", compact=True, disabled=True)
             with TabbedContent(initial="tab-live", id="bench-tabs"):
-                with TabPane("Live", id="tab-live"):
+                with TabPane("F7 Live", id="tab-live"):
                     with Horizontal(id="bench-progress-row"):
                         yield ProgressBar(total=100, show_eta=False, id="bench-progress")
                         yield Label("idle", id="bench-rate")
                     yield DataTable(id="live-table", zebra_stripes=True)
                     yield Static(id="bench-patterns")
                     yield RichLog(id="log", wrap=True, markup=False, min_width=20)
-                with TabPane("Runs", id="tab-runs"):
+                with TabPane("F8 Runs", id="tab-runs"):
                     with Horizontal():
                         yield SelectionList[str](id="runs")
                         with Vertical(id="compare-column"):
@@ -239,6 +245,9 @@ class BenchScreen(JobScreen):
             methods = ", ".join(r.get("method", "?") for r in run.rows)
             runs.add_option((f"{run.name} · {methods}", key, key in chosen))
         self._compare()
+
+    def action_show_tab(self, pane: str) -> None:
+        show_tab(self.query_one("#bench-tabs", TabbedContent), pane)
 
     @on(SelectionList.SelectedChanged, "#runs")
     def _compare(self) -> None:

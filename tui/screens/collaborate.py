@@ -1,6 +1,6 @@
 """Collaborate: pick a problem, watch the helper and main agents write, run the program.
 
-A run is `coopcode.solve` on a worker thread, and Ctrl+B on an edited program is
+A run is `coopcode.solve` on a worker thread, and Ctrl+G on an edited program is
 `coopcode.judge` (solve's last step on its own); the events they emit (TokenDelta,
 AttemptReady, VerdictReady, ...) come here as messages, and this screen only renders them.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -61,11 +61,18 @@ class CollaborateScreen(Screen[None]):
     BINDINGS = [
         Binding("ctrl+r", "run", "Run", id="collab.run", priority=True),
         Binding("escape", "cancel", "Cancel", id="collab.cancel"),
-        Binding("ctrl+b", "sandbox", "Test", id="collab.sandbox", priority=True),
+        # Ctrl+G first: Ctrl+B is tmux's prefix and never arrives inside tmux.
+        Binding("ctrl+g,ctrl+b", "sandbox", "Test", id="collab.sandbox", priority=True),
         Binding("ctrl+o", "open", "Open", id="collab.open", priority=True),
         Binding("ctrl+n", "new_prompt", "New", id="collab.new", priority=True),
         Binding("f6", "copy", "Copy", id="collab.copy", priority=True),
         Binding("ctrl+s", "save", "Save", id="collab.save", priority=True),
+        Binding("f7", "show_tab('tab-problem')", "Problem", id="collab.tab-problem",
+                show=False, priority=True),
+        Binding("f8", "show_tab('tab-agents')", "Agents", id="collab.tab-agents",
+                show=False, priority=True),
+        Binding("f9", "show_tab('tab-program')", "Program", id="collab.tab-program",
+                show=False, priority=True),
     ]
     ACTION_HELP = {
         "run": "Run the helper and main agents on the problem, then its tests "
@@ -76,7 +83,16 @@ class CollaborateScreen(Screen[None]):
         "new_prompt": "Type or paste a new problem prompt",
         "copy": "Copy the combined program to the clipboard",
         "save": "Save the combined program to a file",
+        "show_tab('tab-problem')": "The Problem tab: the list and the prompt",
+        "show_tab('tab-agents')": "The Agents tab: the helper's and main's code as they write",
+        "show_tab('tab-program')": "The Program tab: the combined program, its tests, the verdict",
     }
+    # Keys that are not bindings of this screen (the overlay `?` lists them too).
+    EXTRA_KEYS = (
+        ("type a letter", "in the problem list: search (the letters go to the search box)"),
+        ("Enter", "in the search box: to the list; in the list: pick the problem"),
+        ("Tab / Esc", "in the prompt editor: leave it (the program editor: Esc; Tab indents)"),
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -106,22 +122,26 @@ class CollaborateScreen(Screen[None]):
                          compact=True, id="turns")
             yield Button("Run", id="run-button", compact=True, variant="primary")
         with TabbedContent(initial="tab-problem", id="tabs"):
-            with TabPane("Problem", id="tab-problem"):
+            with TabPane("F7 Problem", id="tab-problem"):
                 with Horizontal():
                     with Vertical(id="browser"):
-                        yield Input(placeholder="search HumanEval", id="search", compact=True)
-                        yield OptionList(id="problems")
-                    prompt = TextArea.code_editor("", id="prompt", soft_wrap=True)
+                        yield Input(placeholder="search HumanEval", id="search", compact=True,
+                                    select_on_focus=False)  # letters typed in the list add up
+                        yield ProblemList(id="problems")
+                    # Tab leaves: a prompt is typed or pasted, rarely indented by hand.
+                    prompt = TextArea.code_editor("", id="prompt", soft_wrap=True,
+                                                  tab_behavior="focus")
                     prompt.border_title = "prompt · type or paste, or pick one"
                     yield prompt
             # The hidden tabs mount just after the first frame (Lazy): start-up pays only for
             # what is on screen.
-            with TabPane("Agents", id="tab-agents"):
+            with TabPane("F8 Agents", id="tab-agents"):
                 yield Lazy(Horizontal(AgentPane("helper", id="helper-pane"),
                                       AgentPane("main", id="main-pane"), id="panes"))
-            with TabPane("Program", id="tab-program"):
+            with TabPane("F9 Program", id="tab-program"):
                 program = TextArea.code_editor("", id="program", soft_wrap=True)
                 program.border_title = "combined program · editable"
+                program.border_subtitle = "Esc leaves the editor"
                 summary = VerdictSummary("[dim]Ctrl+R runs the agents[/]", id="summary")
                 yield Lazy(Vertical(program, Horizontal(TestsTable(id="tests"), summary,
                                                         id="results"), id="program-pane"))
@@ -280,6 +300,9 @@ class CollaborateScreen(Screen[None]):
         self.query_one("#summary", VerdictSummary).show_idle("the agents are writing…")
         show_tab(self.query_one("#tabs", TabbedContent), "tab-agents", "#main-code")
         self._generate(problem, agents, scheme, turns, self.run_id, self.cancel_event)
+
+    def action_show_tab(self, pane: str) -> None:
+        show_tab(self.query_one("#tabs", TabbedContent), pane)
 
     def action_cancel(self) -> None:
         if self.app.cancel_queued_run():  # type: ignore[attr-defined]
@@ -475,7 +498,7 @@ class CollaborateScreen(Screen[None]):
             self.reruns = message.reruns
 
     def on_sandbox_down(self, message: SandboxDown) -> None:
-        """No verdict: the program was not judged. A status line, and Ctrl+B to try again."""
+        """No verdict: the program was not judged. A status line, and Ctrl+G to try again."""
         if message.run_id != self.run_id:
             return
         self._flush_deltas()
@@ -496,6 +519,24 @@ class CollaborateScreen(Screen[None]):
             pane.finish("cancelled")
         self.query_one("#summary", VerdictSummary).show_idle("cancelled · Ctrl+R runs again")
         self.notify("Generation cancelled.")
+
+
+class ProblemList(OptionList):
+    """The HumanEval list: a letter typed here goes to the search box (type to search)."""
+
+    def on_key(self, event: events.Key) -> None:
+        search = self.screen.query_one("#search", Input)
+        if event.key == "backspace":
+            text = search.value[:-1]
+        elif event.is_printable and event.character and event.character != "?":
+            text = search.value + event.character  # `?` stays the keys overlay
+        else:
+            return
+        event.stop()
+        event.prevent_default()
+        search.value = text
+        search.cursor_position = len(text)
+        search.focus()
 
 
 class SessionSandbox:

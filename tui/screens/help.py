@@ -17,6 +17,7 @@ the function the problem asks for, free to call them. Every program runs in the 
 | key | anywhere |
 |---|---|
 | F1 | this help (Esc closes) |
+| ? | every key of the screen you are on (outside text fields) |
 | F2 F3 F4 F5 | Agents · Collaborate · Train · Bench screens |
 | Ctrl+P | command palette: every action by name |
 | Ctrl+T | light / dark theme |
@@ -37,7 +38,10 @@ or paste a prompt in the editor; choose the scheme and turns.
 |---|---|
 | Ctrl+R | run the agents (tokens stream side by side), then the tests; queued while they load |
 | Esc | cancel the generation, or the run waiting for the agents |
-| Ctrl+B | run the program (as edited) in the sandbox again |
+| Ctrl+G | run the program (as edited) in the sandbox again (Ctrl+B too, outside tmux) |
+| F7 F8 F9 | the Problem · Agents · Program tabs |
+| a letter in the list | search (the letters go to the search box) |
+| Tab / Esc | leave the prompt editor (Esc leaves the program editor; Tab indents there) |
 | Ctrl+O / Ctrl+N | open a problem file / start a new prompt |
 | F6 / Ctrl+S | copy the program / save it to a file |
 
@@ -52,6 +56,7 @@ or paste a prompt in the editor; choose the scheme and turns.
 | key | |
 |---|---|
 | Ctrl+R / Esc | start / stop the bench (rerun resumes it) |
+| F7 F8 | the Live · Runs tabs |
 """
 
 

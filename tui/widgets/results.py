@@ -49,7 +49,7 @@ class VerdictSummary(Static):
         """The sandbox is down: the program was not judged (no verdict, no test failed)."""
         self.update(f"[b yellow]SANDBOX DOWN[/] the program was not judged\n"
                     f"[dim]{escape(text)}[/]\n"
-                    "Ctrl+B runs the tests again (a new sandbox is opened)")
+                    "Ctrl+G runs the tests again (a new sandbox is opened)")
 
     def show(self, verdict: dict[str, Any], reward: dict[str, float], coop: Cooperation,
              scheme: str, reruns: int = 0) -> None:
