@@ -86,6 +86,7 @@ class CoopApp(App[None]):
         self.loading_spec: AgentsSpec | None = None  # what the load under way is loading
         self.next_spec: AgentsSpec | None = None  # chosen during that load: it loads next
         self.queued_run: Callable[[], None] | None = None  # a run asked for before the agents were ready
+        self.sample_seconds: float | None = None  # one Collaborate sample's time (bench estimate)
 
     def on_mount(self) -> None:
         self.switch_mode(self.start_mode)

@@ -107,15 +107,27 @@ def train_command(
         import torch
 
         torch.set_num_threads(threads)
-    result = _run(config, folder, resume, explicit, sandbox.sandbox, emit, cancel)
+    # With --events, loading's progress goes out as log events too: a program following the
+    # run (the TUI) can say what it is doing before the first step starts.
+    to_events = None if events.events is None else _log_events(emit)
+    result = _run(config, folder, resume, explicit, sandbox.sandbox, emit, cancel, to_events)
     if events.events is None:
         err.print(f"[green]{'stopped' if result.stopped else 'done'}[/] at step "
                   f"{result.step}/{result.total_steps}: {result.out}")
     raise typer.Exit(130 if result.stopped else 0)
 
 
+def _log_events(emit: Any) -> Any:
+    from coopcode.core.events import Log
+
+    def progress(message: str) -> None:
+        emit(Log(message=message))  # "warning:" lines keep their word (the guards own the level)
+
+    return progress
+
+
 def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], backend: str,
-         emit: Any, cancel: Any) -> Any:
+         emit: Any, cancel: Any, events_progress: Any = None) -> Any:
     from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.training.run import train
 
@@ -123,7 +135,10 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
         err.print(f"[yellow]warning:[/] {message}", highlight=False)
 
     def progress(message: str) -> None:
-        err.print(f"[dim]{message}[/]", highlight=False)
+        if events_progress is not None:
+            events_progress(message)
+        else:
+            err.print(f"[dim]{message}[/]", highlight=False)
 
     # Cheap checks before the sandbox and the model load: bad input fails in a second.
     from coopcode.core.adapters import check_adapter

@@ -160,6 +160,11 @@ class RolloutBuilder:
         self.book = PromptBook(engine)
         self.scheduler = Scheduler(engine, sandbox, concurrency=concurrency, cancel=self.cancel,
                                    feedback_timeout=config.timeout)
+        # What the step is doing, for a live status line (`coopcode.training.run.StepStatus`):
+        # called with ("sampling", tokens sampled so far in this step), ("scoring", tokens),
+        # ("updating", tokens). None: nobody listens, and the engine streams no deltas.
+        self.on_phase: Callable[[str, int], None] | None = None
+        self._tokens = 0
         # Counterfactual credit: each first-turn joint action also gets main's answer without
         # the helper; the helper is paid the pair's reward minus it (coopcode.rewards.credit).
         self.counterfactual = config.credit_mode == "counterfactual" and "helper" in self.roles
@@ -336,16 +341,32 @@ class RolloutBuilder:
         stats = RolloutStats()
         roots = [ProblemRollout(p, Node(turn=1)) for p in problems]
         opens = [_Open(r.problem, r.root) for r in roots]
+        self._tokens = 0
+        self.scheduler.on_delta = self._count if self.on_phase is not None else None
         for turn in range(1, self.config.turns + 1):
             if not opens:
                 break
+            self._phase("sampling")
             self._generate(opens, step, stats)
             if self.cancel.is_set():
                 break  # cancelled completions are cut short: never score or train on them
+            self._phase("scoring")
             self._score(opens, stats)
             if turn < self.config.turns:
                 opens = self._expand(opens, stats)
+        if not self.cancel.is_set():
+            self._phase("updating")  # what the trainer does with the rollouts next
         return roots, stats
+
+    def _phase(self, phase: str) -> None:
+        if self.on_phase is not None:
+            self.on_phase(phase, self._tokens)
+
+    def _count(self, _state: SampleState, _role: str, _turn: int, _text: str, tokens: int) -> None:
+        """Scheduler on_delta: tokens sampled so far this step, said as they come."""
+        if tokens and self.on_phase is not None:
+            self._tokens += tokens
+            self.on_phase("sampling", self._tokens)
 
 
 def describe(sample: Sample) -> dict[str, Any]:

@@ -231,6 +231,10 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     }))
     if state_dir is not None:
         emit(Log(message=f"resuming {out} at step {trainer.step}/{total}"))
+    status = StepStatus(emit, trainer, total)
+    rollouts = getattr(trainer, "rollouts", None)
+    if ranks.main and rollouts is not None and hasattr(rollouts, "on_phase"):
+        rollouts.on_phase = status  # the step in progress, tokens sampled so far
 
     save = _Checkpointer(out, config, trainer, engine, problems, log, names, total, emit,
                          writes=ranks.main)
@@ -294,6 +298,31 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
                                         "stopped": stopped,
                                         "reward_mean": log.recent("reward/mean")}))
     return result
+
+
+class StepStatus:
+    """The step in progress as Progress events (`step 1/20: sampling, 412 tokens`), at most
+    one a second while tokens come and one at each change of phase: a user watching a run
+    sees it move from the first token, not only when a step ends (minutes on a CPU).
+
+    Called by the rollout builder on its engine's thread, hence the lock."""
+
+    EVERY = 1.0  # s between two "sampling, N tokens" events
+
+    def __init__(self, emit: Emit, trainer: Any, total: int) -> None:
+        self.emit, self.trainer, self.total = emit, trainer, total
+        self.phase, self.last = "", 0.0
+        self.lock = threading.Lock()
+
+    def __call__(self, phase: str, tokens: int) -> None:
+        now = time.monotonic()
+        with self.lock:
+            if phase == self.phase and now - self.last < self.EVERY:
+                return
+            self.phase, self.last = phase, now
+        step = self.trainer.step + 1
+        self.emit(Progress(done=self.trainer.step, total=self.total,
+                           label=f"step {step}/{self.total}: {phase}, {tokens} tokens"))
 
 
 def sample_lines(step: int, rollouts: list[Any]) -> list[str]:

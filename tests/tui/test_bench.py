@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,18 @@ async def test_short_bench_fills_the_table_then_compares_runs(make_app, tiny_mod
         await wait_until(pilot, lambda: screen.job is not None)
         bar = screen.query_one("#bench-progress")
         table = screen.query_one("#live-table")
-        await wait_until(pilot, lambda: not screen.busy, timeout=240, what="bench finished")
+        # Issue 42, item 2: "0/1 samples" for minutes with no token count. What it says:
+        # loading first, then each sample's tokens as they are written.
+        rate, detail = screen.query_one("#bench-rate"), screen.query_one("#bench-detail")
+        seen: list[str] = []
+        while screen.busy:
+            now = f"{rate.render()} | {detail.render()}"
+            if not seen or seen[-1] != now:
+                seen.append(now)
+            await pilot.pause(0.02)
+        assert seen[0].startswith("starting · loading the model"), seen
+        assert any("starting · loading" in s and "model…" not in s for s in seen), seen
+        assert any(re.search(r"0/2 samples \| writing [12]: \d+", s) for s in seen), seen
         assert screen.job.returncode == 0, screen.job.stderr_tail()
         assert bar.total == 2 and bar.progress == 2
         assert table.row_count == 1
@@ -71,3 +83,27 @@ async def test_stop_ends_the_child_and_the_ui_stays_usable(make_app, tiny_model_
         await wait_until(pilot, lambda: "bench stopped" in log(), timeout=60, what="stopped")
         assert screen.job.returncode != 0 and not screen.busy
         assert not screen.query_one("#start").disabled
+
+
+async def test_the_estimate_is_samples_times_the_seconds_measured_here(make_app, workdir: Path):
+    app = make_app(mode="bench")
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        detail = screen.query_one("#bench-detail")
+        await wait_until(pilot, lambda: app.agents_state == "ready")
+        # Nothing measured yet: it says so rather than guess.
+        set_form(screen, n="2", limit="5")
+        await wait_until(pilot, lambda: "not measured yet" in str(detail.render()))
+        assert str(detail.render()).startswith("10 samples")
+        # A bench of this model ran here: 400 samples in 800 s.
+        run = workdir / "runs" / "earlier"
+        run.mkdir(parents=True)
+        (run / "meta.json").write_text(json.dumps({
+            "model": "scripted-demo", "last_session_seconds": 800.0,
+            "last_session": {"samples": 400}}))
+        set_form(screen, n="3")
+        await wait_until(pilot, lambda: "2.0 s" in str(detail.render()))
+        assert str(detail.render()) == ("15 samples × 2.0 s ≈ 30s (measured: runs/earlier, "
+                                        "400 samples)")
+        # The CPU-sized defaults: minutes, not the CLI's hour.
+        assert [screen.query_one(f"#{f}").value for f in ("ks", "n", "limit")] == ["1,2", "3", "5"]

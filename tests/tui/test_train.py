@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,63 @@ async def test_start_watch_curves_and_checkpoints_then_stop(make_app, tiny_model
         await wait_until(pilot, lambda: app.current_mode == "agents")
         options = [v for _label, v in app.screen.query_one("#helper-adapter")._options]
         assert "checkpoints/tiny-run" in options
+
+
+def header(screen) -> str:
+    return str(screen.query_one("#train-status").render())
+
+
+async def test_the_header_is_true_from_the_first_second_and_after_a_stop(make_app):
+    # Issue 42, item 2: "idle · Ctrl+R starts a run" for 27 s after starting, the old run's
+    # "step 0/1" on a new run, "sampling..." after a stop before step 1.
+    app = make_app(mode="train", autoload=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        # An earlier run's last words.
+        screen.handle_event(ev.Started(job="train", total=1))
+        await pilot.pause()
+        # A new run: a real child that loads (here: sleeps) before its first event.
+        screen.start_job([sys.executable, "-c", "import time; time.sleep(60)"])
+        await pilot.pause()
+        assert header(screen).startswith("starting · loading the model"), header(screen)
+        screen.handle_event(ev.Log(message="loading qwen2.5-coder-0.5b-instruct"))
+        await pilot.pause()
+        assert header(screen) == "starting · loading qwen2.5-coder-0.5b-instruct"
+        screen.handle_event(ev.Started(job="train", total=20))
+        screen.handle_event(ev.Progress(done=0, total=20, label="step 1/20: sampling, 412 tokens"))
+        await pilot.pause()
+        assert header(screen) == "step 1/20: sampling, 412 tokens"
+        # Stopped before step 1 ended: no Finished event comes.
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmDialog")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not screen.busy and "sampling" not in header(screen),
+                         what="the stop said")
+        assert header(screen) == "stopped before step 1: nothing saved"
+
+
+@pytest.mark.slow  # a child process loads the tiny model: ~40 s here
+async def test_a_real_run_says_what_it_does_before_its_first_step_ends(make_app,
+                                                                       tiny_model_dir: Path):
+    app = make_app(spec=AgentsSpec(model=str(tiny_model_dir), sandbox="process"), mode="train",
+                   autoload=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = app.screen
+        for fid, value in {"group-size": "2", "steps": "3", "max-new-tokens": "48",
+                           "problems": "humaneval:train", "run-name": "tiny-header"}.items():
+            screen.query_one(f"#{fid}").value = value
+        seen: list[str] = []
+        await pilot.press("ctrl+r")
+        await pilot.pause()
+        assert header(screen).startswith("starting"), header(screen)
+        while not screen.metrics and screen.busy:
+            text = header(screen)
+            if not seen or seen[-1] != text:
+                seen.append(text)
+            await pilot.pause(0.02)
+        assert any(s.startswith("starting · loading") for s in seen), seen
+        counts = [int(m.group(1)) for s in seen
+                  if (m := re.search(r"step 1/3: \w+, (\d+) tokens", s))]
+        assert counts and max(counts) > 0, seen
+        await wait_until(pilot, lambda: not screen.busy, timeout=240, what="the run's end")
+        assert header(screen).startswith("finished at step 3/3"), header(screen)

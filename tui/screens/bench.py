@@ -30,13 +30,16 @@ from coopcode import (
     BenchConfig,
     Event,
     Finished,
+    Log,
     Progress,
     Started,
+    TokenDelta,
     UserError,
     VerdictReady,
     option_args,
     scheme_names,
 )
+from tui.bench_estimate import InFlight, SampleSeconds, bench_seconds_per_sample, estimate_text
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
@@ -45,8 +48,10 @@ from tui.widgets.nav import NavBar
 from tui.widgets.tabs import show_tab
 
 SPLITS = ("humaneval:test", "humaneval:train", "humaneval:all")
-# The form shows BenchConfig's `form=N` fields; it proposes a quicker run than the CLI's.
-PRESETS: dict[str, Any] = {"ks": (1, 3, 5), "n": 5, "limit": 10}
+# The form shows BenchConfig's `form=N` fields; it proposes a run sized for a CPU (10
+# samples: minutes with the 0.5B model on 2 cores, not the CLI's hour), the estimate beside
+# it saying how long before it starts.
+PRESETS: dict[str, Any] = {"ks": (1, 2), "n": 2, "limit": 5}
 NO_ADAPTER = "none"
 
 
@@ -176,6 +181,9 @@ class BenchScreen(JobScreen):
         self.live: LiveScores | None = None
         self.runs: dict[str, BenchRun] = {}
         self.out_name = ""
+        self.inflight: InFlight | None = None
+        self.started_total: int | None = None  # the running bench's Started total, once seen
+        self._split_sizes: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         adapters = [("none", NO_ADAPTER)]
@@ -205,6 +213,8 @@ class BenchScreen(JobScreen):
                     with Horizontal(id="bench-progress-row"):
                         yield ProgressBar(total=100, show_eta=False, id="bench-progress")
                         yield Label("idle", id="bench-rate")
+                    # Before a run: its estimate; during it: the tokens of the samples in flight.
+                    yield Label("", id="bench-detail")
                     yield DataTable(id="live-table", zebra_stripes=True)
                     yield Static(id="bench-patterns")
                     yield RichLog(id="log", wrap=True, markup=False, min_width=20)
@@ -225,6 +235,65 @@ class BenchScreen(JobScreen):
         self.query_one("#bench-patterns", Static).display = False
         fill_scores(self.query_one("#live-table", DataTable), [1, 3, 5], [])
         self.action_refresh()
+        self.set_interval(0.5, self._show_inflight)
+        self.call_after_refresh(self._show_estimate)
+
+    # -- before a run: how long it will take ------------------------------------------------
+
+    def planned_samples(self) -> int | None:
+        """n x problems x schemes for the form as it is (None while a field is not a number)."""
+        from coopcode import load_problems
+
+        try:
+            values = form_values(self, BenchConfig)
+        except ValueError:
+            return None
+        split = str(self.query_one("#split", Select).value)
+        if split not in self._split_sizes:
+            self._split_sizes[split] = len(load_problems(split))
+        problems = self._split_sizes[split]
+        if values.get("limit"):
+            problems = min(problems, int(values["limit"]))
+        schemes = len(self.query_one("#schemes", SelectionList).selected)
+        return int(values["n"]) * problems * schemes
+
+    def sample_seconds(self) -> SampleSeconds | None:
+        """Seconds per sample measured here: the last bench of this model, else this
+        session's Collaborate run (one sample alone, an upper bound)."""
+        from coopcode import DEFAULT_MODEL
+
+        app: Any = self.app
+        agents = app.session.agents
+        model = agents.engine.model_name if agents is not None else (
+            app.session.spec.model or DEFAULT_MODEL)
+        found = bench_seconds_per_sample(model)
+        alone = getattr(app, "sample_seconds", None)
+        if found is None and alone:
+            found = SampleSeconds(alone, "one sample alone on F3; a bench batches, so likely less")
+        return found
+
+    @on(Input.Changed)
+    @on(Select.Changed, "#split")
+    @on(SelectionList.SelectedChanged, "#schemes")
+    def _show_estimate(self) -> None:
+        if self.busy:
+            return
+        samples = self.planned_samples()
+        detail = self.query_one("#bench-detail", Label)
+        detail.update("" if samples is None else estimate_text(samples, self.sample_seconds()))
+
+    # -- during a run: the samples in flight -------------------------------------------------
+
+    def absorb(self, event: Event) -> bool:
+        if isinstance(event, TokenDelta):
+            if self.inflight is not None:
+                self.inflight.add(event)
+            return True
+        return False
+
+    def _show_inflight(self) -> None:
+        if self.busy and self.inflight is not None:
+            self.query_one("#bench-detail", Label).update(self.inflight.summary())
 
     def on_screen_resume(self) -> None:
         self.action_refresh()  # a run may have saved adapters or results since the last visit
@@ -307,11 +376,13 @@ class BenchScreen(JobScreen):
             self.notify(str(e), severity="error", title="bench config")
             return
         self.live = LiveScores(ks, n)
+        self.inflight = InFlight(int(form_values(self, BenchConfig)["max_new_tokens"]))
         fill_scores(self.query_one("#live-table", DataTable), ks, [])
         self.query_one("#bench-patterns", Static).display = False
         bar = self.query_one("#bench-progress", ProgressBar)
         bar.update(total=None, progress=0)
-        self.query_one("#bench-rate", Label).update("loading the model…")
+        self.query_one("#bench-rate", Label).update("starting · loading the model…")
+        self.started_total = None
         show_tab(self.query_one("#bench-tabs", TabbedContent), "tab-live")
         self.start_job(argv)
 
@@ -321,6 +392,9 @@ class BenchScreen(JobScreen):
 
     def job_ended(self, returncode: int | None) -> None:
         super().job_ended(returncode)
+        if self.inflight is not None and self.inflight.total:
+            self.query_one("#bench-detail", Label).update(
+                f"{self.inflight.total:,} tokens written in this session")
         if returncode != 0:
             self.query_one("#bench-rate", Label).update("stopped" if self.job and self.job.stopping
                                                         else f"failed (exit {returncode})")
@@ -329,6 +403,7 @@ class BenchScreen(JobScreen):
     def handle_event(self, event: Event) -> None:
         bar = self.query_one("#bench-progress", ProgressBar)
         if isinstance(event, Started):
+            self.started_total = event.total
             bar.update(total=max(event.total, 1), progress=event.meta.get("resumed", 0))
             self.query_one("#bench-rate", Label).update(f"0/{event.total} samples")
         elif isinstance(event, Progress):
@@ -341,6 +416,11 @@ class BenchScreen(JobScreen):
                             [(r["method"], r) for r in self.live.rows()])
         elif isinstance(event, VerdictReady) and self.live is not None:
             self.live.add(event)
+            if self.inflight is not None:
+                self.inflight.done(event.task_id, event.sample)
+        elif isinstance(event, Log) and event.level != "warning" and self.started_total is None:
+            # What the child says while it loads (its first event is minutes away on a CPU).
+            self.query_one("#bench-rate", Label).update(f"starting · {event.message}")
         elif isinstance(event, Finished):
             summary = event.summary
             ks = [int(k) for k in summary.get("ks", [])] or (self.live.ks if self.live else [1])

@@ -8,6 +8,7 @@ AttemptReady, VerdictReady, ...) come here as messages, and this screen only ren
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,7 @@ class CollaborateScreen(Screen[None]):
         self.attempt: AttemptReady | None = None  # the latest generated attempt
         self.run_problem: Problem | None = None  # the problem the latest attempt solved
         self.run_scheme = ""
+        self.run_started = 0.0
         self._deltas: list[tuple[int, TokenDelta]] = []  # (run id, delta) not yet drawn
         self._deltas_lock = threading.Lock()
 
@@ -292,6 +294,7 @@ class CollaborateScreen(Screen[None]):
         self.cancel_event = threading.Event()
         self.generating, self.attempt, self.run_problem = True, None, problem
         self.run_scheme = scheme
+        self.run_started = time.monotonic()
         for pane in self.query(AgentPane):
             pane.reset()  # the pre-filled code (`def aux(`, the signature) arrives as the first delta
         self.query_one("#helper-pane", AgentPane).display = has_helper(scheme)
@@ -466,6 +469,8 @@ class CollaborateScreen(Screen[None]):
         self._flush_deltas()  # every token drawn before what follows the generation
         e = message.event
         if isinstance(e, AttemptReady):
+            if self.generating:  # one sample's time, alone: the Bench estimate's fallback
+                self.app.sample_seconds = time.monotonic() - self.run_started  # type: ignore[attr-defined]
             self.generating = False
             self.testing = True
             self.attempt = e

@@ -46,7 +46,8 @@ class JobScreen(Screen[None]):
     @work(thread=True, group="follow")
     def _follow(self, job: ChildJob, run_id: int) -> None:
         def relay(event: Event) -> None:
-            self.post_message(JobEvent(run_id, event))
+            if not self.absorb(event):
+                self.post_message(JobEvent(run_id, event))
 
         code = job.follow(relay)
         self.post_message(JobEnded(run_id, code, describe_exit(job, code)))
@@ -87,6 +88,11 @@ class JobScreen(Screen[None]):
         self.job_ended(message.returncode)
 
     # -- for subclasses ---------------------------------------------------------------------
+
+    def absorb(self, event: Event) -> bool:
+        """On the follower thread: True when the event is taken here and not posted to the
+        screen (token events come too fast to render one by one)."""
+        return False
 
     def handle_event(self, event: Event) -> None:
         """Render one event of the running job."""

@@ -71,6 +71,11 @@ class TrainScreen(JobScreen):
         self.metrics: list[tuple[int, dict[str, float]]] = []
         self.warnings: list[str] = []  # the collapse guards' lines for the running job
         self._last_scan = 0.0
+        # The running job as the header tells it: seen Started / Finished, the total steps,
+        # the last step's ETA (kept while the next step samples).
+        self.seen_started = self.seen_finished = False
+        self.total_steps = 0
+        self.eta = ""
 
     def compose(self) -> ComposeResult:
         yield NavBar("train")
@@ -144,14 +149,34 @@ class TrainScreen(JobScreen):
     def _stop_pressed(self) -> None:
         self.action_stop()
 
+    def job_started(self) -> None:
+        super().job_started()
+        # True from the first second: the child loads the model before its first event.
+        self.seen_started = self.seen_finished = False
+        self.total_steps, self.eta = 0, ""
+        self.warnings.clear()
+        self._show_warnings()
+        self._status("starting · loading the model…")
+
     def job_ended(self, returncode: int | None) -> None:
-        if returncode not in (0, None) and not (self.job and self.job.stopping):
-            self.query_one("#train-status", Label).update(f"failed (exit {returncode}): see the log")
+        stopped = bool(self.job and self.job.stopping) or returncode == 130
+        if returncode not in (0, None) and not stopped:
+            self._status(f"failed (exit {returncode}): see the log")
+        elif not self.seen_finished:
+            # Stopped before the run could say how it ended (during loading, or killed).
+            self._status("stopped before step 1: nothing saved" if not self.metrics
+                         else f"stopped after step {self.metrics[-1][0]}")
         super().job_ended(returncode)
         self.action_refresh()
 
+    def _status(self, text: str) -> None:
+        self.query_one("#train-status", Label).update(escape(text))
+
+    def _reward_text(self) -> str:
+        last = self.metrics[-1][1] if self.metrics else {}
+        return f" · reward {last['reward/mean']:.3f}" if "reward/mean" in last else ""
+
     def handle_event(self, event: Event) -> None:
-        status = self.query_one("#train-status", Label)
         if isinstance(event, Metric):
             self.metrics.append((event.step, dict(event.values)))
             for plot_id, curves in (("#reward-plot", reward_curves(event.values)),
@@ -161,13 +186,21 @@ class TrainScreen(JobScreen):
                     if key in event.values:
                         plot.add_point(name, event.step, event.values[key])
         elif isinstance(event, Started):
-            status.update(f"step 0/{event.total} · sampling the first group…")
+            self.seen_started, self.total_steps = True, event.total
+            done = int(event.meta.get("resumed_from") or 0)
+            self._status(f"step {done + 1}/{event.total}: sampling…")
             self.warnings.clear()
             self._show_warnings()
+        elif isinstance(event, Progress) and ": " in event.label:
+            # The step in progress (`step 2/20: sampling, 412 tokens`, then scoring, updating).
+            eta = f" · ETA {self.eta}" if self.eta else ""
+            self._status(f"{event.label}{self._reward_text()}{eta}")
         elif isinstance(event, Progress):
-            last = self.metrics[-1][1] if self.metrics else {}
-            reward = f" · reward {last['reward/mean']:.3f}" if "reward/mean" in last else ""
-            status.update(f"step {event.done}/{event.total}{reward} · ETA {eta_text(event.eta_s)}")
+            self.eta = eta_text(event.eta_s)
+            self._status(f"step {event.done}/{event.total} done{self._reward_text()} · "
+                         f"ETA {self.eta}")
+        elif isinstance(event, Log) and not self.seen_started and event.level != "warning":
+            self._status(f"starting · {event.message}")
         elif isinstance(event, Log) and event.level == "warning":
             # The collapse guards (coopcode.training.guards): kept in view, not only in the log.
             self.warnings.append(event.message)
@@ -176,10 +209,11 @@ class TrainScreen(JobScreen):
         elif isinstance(event, Log) and "checkpoint" in event.message.lower():
             self.action_refresh()
         elif isinstance(event, Finished):
+            self.seen_finished = True
             summary = event.summary
             how = "stopped" if summary.get("stopped") else "finished"
-            status.update(f"{how} at step {summary.get('step')}/{summary.get('total_steps')} · "
-                          f"adapters in {summary.get('out')}")
+            self._status(f"{how} at step {summary.get('step')}/{summary.get('total_steps')} · "
+                         f"adapters in {summary.get('out')}")
             self.action_refresh()
 
     def _show_warnings(self) -> None:
