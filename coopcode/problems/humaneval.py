@@ -21,6 +21,7 @@ from typing import Any
 
 from coopcode.core.errors import ProblemError
 from coopcode.core.inputs import read_jsonl as read_jsonl_lines
+from coopcode.problems.contract import contract_from_record
 from coopcode.problems.examples import docstring_examples
 from coopcode.problems.problem import Problem
 
@@ -65,7 +66,8 @@ def entry_docstring(prompt: str, entry_point: str) -> str:
 
 
 def problem_from_record(record: dict[str, Any], source: str, where: str | None = None) -> Problem:
-    """A Problem from one HumanEval-format record (task_id, prompt, entry_point, test).
+    """A Problem from one HumanEval-format record (task_id, prompt, entry_point, test; optional
+    canonical_solution, sources and contract: coopcode.problems.contract).
 
     `where` names the record in messages, e.g. `problems.jsonl:3` (default: `source`).
     """
@@ -77,6 +79,10 @@ def problem_from_record(record: dict[str, Any], source: str, where: str | None =
         raise ProblemError(f"{where or source}: {which} lacks {', '.join(missing)} (non-empty strings): "
                            "HumanEval format has task_id, prompt, entry_point and test")
     solution = record.get("canonical_solution")
+    sources = record.get("sources") or []
+    if not (isinstance(sources, list) and all(isinstance(s, str) for s in sources)):
+        raise ProblemError(f"{where or source}: sources must be a list of task ids (strings)")
+    contract = contract_from_record(record.get("contract"), where or source)
     examples = docstring_examples(entry_docstring(record["prompt"], record["entry_point"]),
                                   record["entry_point"])
     return Problem(
@@ -87,6 +93,8 @@ def problem_from_record(record: dict[str, Any], source: str, where: str | None =
         examples=tuple(examples),
         canonical_solution=solution if isinstance(solution, str) else None,
         source=source,
+        contract=contract,
+        sources=tuple(sources),
     )
 
 

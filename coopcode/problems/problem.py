@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from coopcode.problems.contract import Contract
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -13,7 +15,9 @@ class Problem:
     `prompt` is what the agents see (imports, signature, docstring). `tests` is hidden test
     source (`def check(candidate): ...`), used for rewards and pass@k. `examples` are public
     assert statements taken from the docstring; they are the only tests agents get feedback
-    on between turns.
+    on between turns. `contract`, where the problem has one, fixes the helper's part (aux's
+    signature, docstring and tests); `sources` names the problems it was built from (a
+    composed problem: its inner step's task id, then its outer step's).
     """
 
     task_id: str
@@ -24,6 +28,8 @@ class Problem:
     canonical_solution: str | None = None
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    contract: Contract | None = None
+    sources: tuple[str, ...] = ()
 
     @property
     def public_tests(self) -> str:
@@ -42,4 +48,6 @@ class Problem:
             "examples": list(self.examples),
             "canonical_solution": self.canonical_solution,
             "source": self.source,
+            "sources": list(self.sources),
+            "contract": None if self.contract is None else self.contract.to_dict(),
         }

@@ -16,6 +16,17 @@ followed by `pass` or `...`); other functions with bodies stay in the prompt as 
 Set `__entry_point__ = "name"` to choose when several functions are empty. Tests come from
 `def check(candidate)` and top-level asserts; without those, the docstring's examples are the
 tests (and stay the public examples either way).
+
+A contract for the helper (coopcode.problems.contract) is declared by `def check_aux(candidate)`,
+aux's tests, beside `def aux(...)` with a signature and docstring; a body after aux's
+docstring is its reference solution. Neither is part of the prompt:
+
+    def aux(s: str) -> int:
+        \"\"\"Count the vowels in s.\"\"\"
+        return sum(c in "aeiou" for c in s)
+
+    def check_aux(candidate):
+        assert candidate("banana") == 3
 """
 
 from __future__ import annotations
@@ -25,8 +36,11 @@ from pathlib import Path
 
 from coopcode.core.errors import ProblemError
 from coopcode.core.inputs import read_text_file
+from coopcode.problems.contract import AUX, Contract, check_contract, raw_docstring
 from coopcode.problems.examples import docstring_examples
 from coopcode.problems.problem import Problem
+
+CHECK_AUX = "check_aux"
 
 
 def _is_empty_body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -67,6 +81,8 @@ def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
         raise ProblemError(f"{name}:{e.lineno}: syntax error: {e.msg}") from None
 
     functions = [n for n in module.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    contract_fns = _contract_functions(functions, name)
+    functions = [f for f in functions if f not in contract_fns]
     target = _find_target(module, functions, name)
 
     check_fns = [f for f in functions if f.name == "check"]
@@ -82,7 +98,8 @@ def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
     asserts: list[str] = []
     for node in module.body:
         first, last = _first_line(node), node.end_lineno or node.lineno
-        if node in check_fns or _is_check_call(node) or _is_main_guard(node):
+        if node in check_fns or node in contract_fns or _is_check_call(node) \
+                or _is_main_guard(node):
             drop(first, last)
         elif isinstance(node, ast.Assign) and "__entry_point__" in ast.unparse(node.targets[0]):
             drop(first, last)
@@ -105,7 +122,53 @@ def parse_problem_source(source: str, name: str = "problem.py") -> Problem:
         tests=tests,
         examples=tuple(examples),
         source=name,
+        contract=_contract(contract_fns, test_preamble, source, lines, name),
     )
+
+
+def _contract_functions(functions: list[ast.FunctionDef | ast.AsyncFunctionDef], name: str
+                        ) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """`aux` and `check_aux` when the file declares a contract (it has `check_aux`), else []."""
+    checks = [f for f in functions if f.name == CHECK_AUX]
+    if not checks:
+        return []
+    auxes = [f for f in functions if f.name == AUX]
+    if not auxes:
+        raise ProblemError(f"{name}:{checks[0].lineno}: {CHECK_AUX} holds aux's tests, but the file "
+                           f"has no `def {AUX}(...)`: write aux's signature and docstring (the "
+                           "contract) beside it")
+    if len(auxes) > 1 or len(checks) > 1:
+        twice = auxes[1] if len(auxes) > 1 else checks[1]
+        raise ProblemError(f"{name}:{twice.lineno}: {twice.name} is defined twice: a problem has "
+                           "one contract")
+    aux = auxes[0]
+    if ast.get_docstring(aux) is None:
+        raise ProblemError(f"{name}:{aux.lineno}: {AUX} has no docstring: the contract is aux's "
+                           "signature and docstring, so say what aux does")
+    if isinstance(aux, ast.AsyncFunctionDef) or aux.decorator_list:
+        raise ProblemError(f"{name}:{aux.lineno}: {AUX} must be a plain `def` (no async, no "
+                           "decorators)")
+    return [aux, checks[0]]
+
+
+def _contract(contract_fns: list[ast.FunctionDef | ast.AsyncFunctionDef], preamble: list[str],
+              source: str, lines: list[str], name: str) -> Contract | None:
+    """The contract `_contract_functions` found, checked (None when there is none)."""
+    if not contract_fns:
+        return None
+    aux, check = contract_fns
+    returns = f" -> {ast.unparse(aux.returns)}" if aux.returns else ""
+    doc_end = aux.body[0].end_lineno or aux.body[0].lineno
+    body = "".join(lines[doc_end: aux.end_lineno])
+    solution = body if not _is_empty_body(aux) and body.strip() else None
+    check_lines = lines[_first_line(check) - 1: check.end_lineno]
+    check_text = check_lines[0].replace(CHECK_AUX, "check", 1) + "".join(check_lines[1:])
+    contract = Contract(signature=f"def {AUX}({ast.unparse(aux.args)}){returns}:",
+                        docstring=raw_docstring(source, aux),
+                        tests="\n".join(p.rstrip("\n") + "\n" for p in [*preamble, check_text]),
+                        imports="".join(preamble).rstrip("\n"), solution=solution)
+    check_contract(contract, f"{name}:{aux.lineno}")
+    return contract
 
 
 def _find_target(module: ast.Module, functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
