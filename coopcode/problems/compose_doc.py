@@ -106,8 +106,8 @@ sandbox; the same bytes every time, and a test rebuilds it and compares):
   times out or takes over 0.25 s, is dropped. A problem needs at least 3 inputs left, two
   different values among them, and an f that changes g's result somewhere.
 - **Tests** of the whole are `assert candidate(x) == value` (a float within 1e-6, as
-  HumanEval compares floats); up to three of them, with different values, are shown as
-  `>>>` examples.
+  HumanEval compares floats); up to three of them, short ones with different values (and
+  no float an exact comparison would trip on), are shown as `>>>` examples.
 - Every canonical whole passes its tests and every canonical aux passes aux's, in the
   sandbox, before the file is written.
 
