@@ -114,6 +114,10 @@ def test_checkpoints_list_pipes_into_grep() -> None:
     assert fields[0] == "magrpo-0.5b-demo" and fields[1] == "magrpo"
     assert fields[-1] == str(Path("checkpoints") / "magrpo-0.5b-demo")
     assert "…" not in piped.stdout
+    # The reward with the name of the reward it is measured in (issue 42: credit and coop
+    # runs' figures sat side by side, unnamed, on different scales).
+    value, name = fields[4].split(" ")
+    assert float(value) > 0 and name == "seed"
 
     listed = coopcode("checkpoints", "list")
     header, *rows = listed.stdout.splitlines()

@@ -27,6 +27,9 @@ class CoopApp(App[None]):
     """`coopcode tui`."""
 
     TITLE = "coopcode"
+    # Screens get -narrow below 100 columns: layouts that stack what sits side by side
+    # there, so no figure is cut (app.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere find it
     # Screens are imported when first shown: start-up pays only for the first one.
     MODES = {
@@ -200,12 +203,15 @@ class CoopApp(App[None]):
         agents = self.session.agents
         if self.agents_state == "ready" and agents is not None:
             model = agents.engine.model_name or "model"
-            adapters = [f"{role}:{path.rstrip('/').split('/')[-2 if path.endswith(role) else -1]}"
-                        for role, path in (agents.helper_adapter or ("", ""),
-                                           agents.main_adapter or ("", "")) if role]
+            runs = {role: path.rstrip("/").split("/")[-2 if path.endswith(role) else -1]
+                    for role, path in (agents.helper_adapter or ("", ""),
+                                       agents.main_adapter or ("", "")) if role}
+            if len(runs) == 2 and len(set(runs.values())) == 1:  # one run's pair: said once
+                adapters = [f"{runs['helper']} (helper+main)"]
+            else:
+                adapters = [f"{role}:{run}" for role, run in runs.items()]
             who = model.rstrip("/").split("/")[-1] + (f" + {', '.join(adapters)}" if adapters else "")
         elif self.agents_state == "loading":
-            # Short: the whole line gets 30 columns in an 80-column terminal.
             who = "run queued · loading agents…" if self.queued_run else "loading agents…"
         elif self.agents_state == "error":
             who = "agents: error (F2)"

@@ -15,14 +15,33 @@ from typing import Any
 from coopcode import CheckpointInfo, list_checkpoints
 
 __all__ = ["BenchRun", "CheckpointInfo", "describe_checkpoint", "list_bench_runs",
-           "list_checkpoints"]
+           "list_checkpoints", "reward_text", "trained_reward"]
+
+
+def reward_text(run: CheckpointInfo) -> str:
+    """`0.784 credit`: the recent mean reward with the name of the reward it is measured in
+    (a credit run's 0.78 and a coop run's 3.0 are on different scales)."""
+    return f"{run.reward:.3f} {run.reward_name}" if run.reward is not None else f"? {run.reward_name}"
 
 
 def describe_checkpoint(run: CheckpointInfo) -> str:
-    """One line: algorithm, step and latest mean reward."""
-    reward = f"{run.reward:.3f}" if run.reward is not None else "?"
+    """One line: algorithm, step and latest mean reward (named)."""
     step = "?" if run.step is None else str(run.step)
-    return f"{run.algorithm}, step {step}, reward {reward}"
+    return f"{run.algorithm}, step {step}, reward {reward_text(run)}"
+
+
+def trained_reward(adapter: str | None) -> str | None:
+    """The reward the run holding `adapter` (a run folder or its helper/ or main/) trained
+    with; None for no adapter or a folder that is no run of ours."""
+    if not adapter:
+        return None
+    from coopcode.training.saved_runs import read_checkpoint
+
+    path = Path(adapter)
+    for folder in (path, path.parent):
+        if (folder / "manifest.json").is_file():
+            return read_checkpoint(folder).reward_name
+    return None
 
 
 def _read_json(path: Path) -> dict[str, Any]:

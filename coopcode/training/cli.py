@@ -205,8 +205,9 @@ def checkpoints_list(folder: RunsFolder, as_json: JsonOutput) -> None:
     """The runs in checkpoints/: algorithm, base model, step, recent reward, adapters, path.
 
     On a terminal a table; piped, a header and one tab-separated line per run, nothing cut
-    (`coopcode checkpoints list | grep my-run`). `--json` keys: name, path, algorithm, base,
-    step, total_steps, reward_mean, adapters, resumable_step, manifest.
+    (`coopcode checkpoints list | grep my-run`); the reward is the recent mean with the name
+    of the reward it is measured in. `--json` keys: name, path, algorithm, base, step,
+    total_steps, reward_mean, reward_name, adapters, resumable_step, manifest.
     """
     from coopcode.display.listing import print_listing
     from coopcode.training.saved_runs import DEFAULT_ROOT, check_root, list_checkpoints
@@ -225,7 +226,8 @@ def checkpoints_list(folder: RunsFolder, as_json: JsonOutput) -> None:
     rows = []
     for r in runs:
         step = "?" if r.step is None else f"{r.step}/{r.total_steps or '?'}"
-        reward = "?" if r.reward is None else f"{r.reward:.3f}"
+        # Named: a credit run's 0.78 and a coop run's 3.0 are on different scales.
+        reward = f"{'?' if r.reward is None else f'{r.reward:.3f}'} {r.reward_name}"
         size = f"{sum(r.adapters.values()) / 1e6:.1f} MB"
         rows.append([r.name, r.algorithm, r.base, step, reward, ", ".join(r.adapters) or "-", size,
                      str(r.path)])

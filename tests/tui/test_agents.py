@@ -51,7 +51,7 @@ async def test_loads_the_model_then_adapters_on_the_same_base(make_app, tiny_mod
         assert agents.engine is engine  # one base, loaded once, shared
         assert set(engine.adapters()) == {"helper", "main"}
         assert agents.main_adapter[1].endswith("demo-run/main")
-        assert "helper:demo-run" in app.status_line
+        assert "demo-run (helper+main)" in app.status_line  # one run for both, said once
 
 
 async def test_a_bad_model_is_one_line_and_the_app_lives_on(make_app, workdir: Path):

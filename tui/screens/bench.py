@@ -112,20 +112,61 @@ def score_cell(r: dict[str, Any], metric: str) -> str:
     return f"{value} ±{100 * se:.1f}\n{100 * ci[0]:.1f}–{100 * ci[1]:.1f}%"
 
 
-def fill_scores(table: DataTable[Any], ks: list[int], rows: list[tuple[str, dict[str, Any]]]) -> None:
+class ScoresTable(DataTable[Any]):
+    """A pass@k / acc@k table that keeps every figure in view: one row per method, or, where
+    that is wider than the table (80 columns, a few methods), one row per metric with a
+    column per method. Refilled as it is resized."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(zebra_stripes=True, **kw)
+        self.shown: tuple[list[int], list[tuple[str, dict[str, Any]]]] = ([1], [])
+        self.transposed = False
+
+    def on_resize(self) -> None:
+        if self.shown[1]:  # after the layout settles
+            self.call_after_refresh(self.fill, *self.shown)
+
+    def fill(self, ks: list[int], rows: list[tuple[str, dict[str, Any]]]) -> None:
+        self.shown = (ks, rows)
+        metrics = [*[f"pass@{k}" for k in ks], *[f"acc@{k}" for k in ks]]
+        header = ["method", *metrics, "problems"]
+        body = [[label, *[score_cell(r, m) for m in metrics], str(r.get("problems", "?"))]
+                for label, r in rows]
+        wide = _widths(header, body)
+        available = self.scrollable_content_region.width
+        if body and available and sum(w + 2 for w in wide) > available:
+            # Too wide: a row per metric, a column per method.
+            flipped = [[name, *(row[i] for row in body)] for i, name in enumerate(header) if i]
+            flipped_header = ["", *(row[0] for row in body)]
+            room = available - (_widths(flipped_header, flipped)[0] + 2)
+            per_method = max(10, room // len(body) - 2)
+            # Labels may be cut to fit, never the figures (at least 10 columns each).
+            self.transposed = True
+            self._put(flipped_header, flipped, cap=per_method)
+            return
+        self.transposed = False
+        self._put(header, body, cap=None)
+
+    def _put(self, header: list[str], body: list[list[str]], cap: int | None) -> None:
+        # Explicit widths: auto widths were seen to stay at the header's when refilled on screen.
+        self.clear(columns=True)
+        for i, (name, width) in enumerate(zip(header, _widths(header, body), strict=True)):
+            keep = max((len(line) for row in body for line in row[i].split("\n")), default=0)
+            if cap is not None and i:
+                width = max(keep, min(width, cap))  # the column's figures always fit
+            self.add_column(name[:width] if cap is not None else name, width=width)
+        for row in body:
+            self.add_row(*row, height=max(cell.count("\n") + 1 for cell in row))
+
+
+def _widths(header: list[str], body: list[list[str]]) -> list[int]:
+    return [max([len(name), *(len(line) for row in body for line in row[i].split("\n"))])
+            for i, name in enumerate(header)]
+
+
+def fill_scores(table: ScoresTable, ks: list[int], rows: list[tuple[str, dict[str, Any]]]) -> None:
     """A pass@k / acc@k table: one row per (label, summary row), two lines where intervals are known."""
-    header = ["method", *[f"pass@{k}" for k in ks], *[f"acc@{k}" for k in ks], "problems"]
-    body = []
-    for label, r in rows:
-        cells = [score_cell(r, f"pass@{k}") for k in ks] + [score_cell(r, f"acc@{k}") for k in ks]
-        body.append([label, *cells, str(r.get("problems", "?"))])
-    # Explicit widths: auto widths were seen to stay at the header's when refilled on screen.
-    table.clear(columns=True)
-    for i, name in enumerate(header):
-        width = max([len(name), *(len(line) for row in body for line in row[i].split("\n"))])
-        table.add_column(name, width=width)
-    for row in body:
-        table.add_row(*row, height=max(cell.count("\n") + 1 for cell in row))
+    table.fill(ks, rows)
 
 
 def paired_text(paths: list[str]) -> Text:
@@ -155,6 +196,22 @@ def paired_text(paths: list[str]) -> Text:
         for note in c["notes"]:
             out.append(f"  note: {note}\n", style="yellow")
     return out
+
+
+def run_prompt(run: BenchRun) -> Text:
+    """A run in the list: each method's pass@k for the run's smallest k, then its name and
+    methods (`25.0% 30.0% pass@1 tiny · sequential, single`). The figures come first: a
+    narrow list cuts the end of the line, and names are what may go."""
+    k = min(run.ks) if run.ks else 1
+    figures = [r.get(f"pass@{k}") for r in run.rows]
+    text = Text(" ".join(_pct(f) if isinstance(f, int | float) else "?" for f in figures),
+                style="bold")
+    if figures:
+        text.append(f" pass@{k}  ", style="dim")
+    text.append(run.name)
+    if run.rows:
+        text.append(" · " + ", ".join(str(r.get("method", "?")) for r in run.rows), style="dim")
+    return text
 
 
 class BenchScreen(JobScreen):
@@ -215,14 +272,14 @@ class BenchScreen(JobScreen):
                         yield Label("idle", id="bench-rate")
                     # Before a run: its estimate; during it: the tokens of the samples in flight.
                     yield Label("", id="bench-detail")
-                    yield DataTable(id="live-table", zebra_stripes=True)
+                    yield ScoresTable(id="live-table")
                     yield Static(id="bench-patterns")
                     yield RichLog(id="log", wrap=True, markup=False, min_width=20)
                 with TabPane("F8 Runs", id="tab-runs"):
-                    with Horizontal():
+                    with Horizontal(id="runs-row"):
                         yield SelectionList[str](id="runs")
                         with Vertical(id="compare-column"):
-                            yield DataTable(id="compare", zebra_stripes=True)
+                            yield ScoresTable(id="compare")
                             yield Static(id="paired")
         yield Footer(compact=True, show_command_palette=False)
 
@@ -233,7 +290,7 @@ class BenchScreen(JobScreen):
         self.query_one("#compare", DataTable).border_title = "side by side"
         self.query_one("#paired", Static).border_title = "paired: B − A over shared problems"
         self.query_one("#bench-patterns", Static).display = False
-        fill_scores(self.query_one("#live-table", DataTable), [1, 3, 5], [])
+        fill_scores(self.query_one("#live-table", ScoresTable), [1, 3, 5], [])
         self.action_refresh()
         self.set_interval(0.5, self._show_inflight)
         self.call_after_refresh(self._show_estimate)
@@ -311,8 +368,7 @@ class BenchScreen(JobScreen):
         chosen = set(runs.selected)
         runs.clear_options()
         for key, run in self.runs.items():
-            methods = ", ".join(r.get("method", "?") for r in run.rows)
-            runs.add_option((f"{run.name} · {methods}", key, key in chosen))
+            runs.add_option((run_prompt(run), key, key in chosen))
         self._compare()
 
     def action_show_tab(self, pane: str) -> None:
@@ -323,7 +379,7 @@ class BenchScreen(JobScreen):
         chosen = [self.runs[k] for k in self.query_one("#runs", SelectionList).selected if k in self.runs]
         ks = sorted({k for run in chosen for k in run.ks}) or [1]
         rows = [(f"{run.name}: {r.get('method', '?')}", r) for run in chosen for r in run.rows]
-        fill_scores(self.query_one("#compare", DataTable), ks, rows)
+        fill_scores(self.query_one("#compare", ScoresTable), ks, rows)
         self.query_one("#paired", Static).update(paired_text([str(run.path) for run in chosen]))
 
     def _show_patterns(self, rows: list[dict[str, Any]]) -> None:
@@ -377,7 +433,7 @@ class BenchScreen(JobScreen):
             return
         self.live = LiveScores(ks, n)
         self.inflight = InFlight(int(form_values(self, BenchConfig)["max_new_tokens"]))
-        fill_scores(self.query_one("#live-table", DataTable), ks, [])
+        fill_scores(self.query_one("#live-table", ScoresTable), ks, [])
         self.query_one("#bench-patterns", Static).display = False
         bar = self.query_one("#bench-progress", ProgressBar)
         bar.update(total=None, progress=0)
@@ -412,7 +468,7 @@ class BenchScreen(JobScreen):
                 f"{event.done}/{event.total} · {event.samples_per_s:.2f} samples/s · "
                 f"ETA {eta_text(event.eta_s)}")
             if self.live is not None:
-                fill_scores(self.query_one("#live-table", DataTable), self.live.ks,
+                fill_scores(self.query_one("#live-table", ScoresTable), self.live.ks,
                             [(r["method"], r) for r in self.live.rows()])
         elif isinstance(event, VerdictReady) and self.live is not None:
             self.live.add(event)
@@ -424,7 +480,7 @@ class BenchScreen(JobScreen):
         elif isinstance(event, Finished):
             summary = event.summary
             ks = [int(k) for k in summary.get("ks", [])] or (self.live.ks if self.live else [1])
-            fill_scores(self.query_one("#live-table", DataTable), ks,
+            fill_scores(self.query_one("#live-table", ScoresTable), ks,
                         [(r.get("method", "?"), r) for r in summary.get("rows", [])])
             self._show_patterns(summary.get("rows", []))
             self.query_one("#bench-rate", Label).update(

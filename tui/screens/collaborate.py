@@ -16,7 +16,7 @@ from typing import Any
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import (
@@ -47,6 +47,7 @@ from coopcode import (
     analyse_cooperation,
     get_scheme,
     has_helper,
+    reward_names,
     scheme_names,
 )
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
@@ -109,6 +110,10 @@ class CollaborateScreen(Screen[None]):
         self.run_problem: Problem | None = None  # the problem the latest attempt solved
         self.run_scheme = ""
         self.run_started = 0.0
+        self.reward_chosen = False  # the user picked a reward: loading agents keeps it
+        self._setting_reward = False
+        self.run_reward: str | None = None  # the reward of the latest run (None: default)
+        self.run_reward_name = ""
         self._deltas: list[tuple[int, TokenDelta]] = []  # (run id, delta) not yet drawn
         self._deltas_lock = threading.Lock()
 
@@ -122,6 +127,11 @@ class CollaborateScreen(Screen[None]):
             yield Label("turns", classes="dim")
             yield Select([(str(t), t) for t in (1, 2, 3)], value=1, allow_blank=False,
                          compact=True, id="turns")
+            # The reward the verdict is scored with; blank: the one the loaded adapters were
+            # trained with, else the seed paper's for the scheme.
+            yield Label("reward", classes="dim")
+            yield Select([(r, r) for r in reward_names()], prompt="default", compact=True,
+                         id="reward")
             yield Button("Run", id="run-button", compact=True, variant="primary")
         with TabbedContent(initial="tab-problem", id="tabs"):
             with TabPane("F7 Problem", id="tab-problem"):
@@ -145,11 +155,14 @@ class CollaborateScreen(Screen[None]):
                 program.border_title = "combined program · editable"
                 program.border_subtitle = "Esc leaves the editor"
                 summary = VerdictSummary("[dim]Ctrl+R runs the agents[/]", id="summary")
-                yield Lazy(Vertical(program, Horizontal(TestsTable(id="tests"), summary,
+                # The summary scrolls rather than cut the verdict short.
+                box = VerticalScroll(summary, id="summary-box")
+                yield Lazy(Vertical(program, Horizontal(TestsTable(id="tests"), box,
                                                         id="results"), id="program-pane"))
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        self.watch(self.app, "agents_state", self._agents_changed)
         self.set_interval(FLUSH_EVERY, self._flush_deltas)
         self.call_after_refresh(self._highlight_editors)
         self._load_problems()
@@ -163,6 +176,33 @@ class CollaborateScreen(Screen[None]):
         for editor in self.query(TextArea):
             if editor.language is not None:
                 style_code(editor)
+
+    def _agents_changed(self, state: str) -> None:
+        """Agents loaded: their adapters' training reward becomes the reward shown, unless
+        the user chose one (issue 42: credit-trained adapters were scored with the seed's)."""
+        if state != "ready" or self.reward_chosen:
+            return
+        from tui.runs import trained_reward
+
+        spec = self.app.session.spec  # type: ignore[attr-defined]
+        trained = trained_reward(spec.main_adapter) or trained_reward(spec.helper_adapter)
+        select = self.query_one("#reward", Select)
+        self._setting_reward = True
+        select.value = trained if trained else Select.NULL
+        self._setting_reward = False
+
+    @on(Select.Changed, "#reward")
+    def _reward_chosen(self) -> None:
+        if not self._setting_reward:
+            self.reward_chosen = True
+
+    def reward_choice(self, scheme: str) -> tuple[str | None, str]:
+        """(the reward to ask for, its name as shown): None asks for the scheme's default."""
+        from coopcode.rewards import default_reward_name
+
+        select = self.query_one("#reward", Select)
+        chosen = None if select.is_blank() else str(select.value)
+        return chosen, chosen or default_reward_name(scheme)
 
     # -- problems ---------------------------------------------------------------------------
 
@@ -294,6 +334,7 @@ class CollaborateScreen(Screen[None]):
         self.cancel_event = threading.Event()
         self.generating, self.attempt, self.run_problem = True, None, problem
         self.run_scheme = scheme
+        self.run_reward, self.run_reward_name = self.reward_choice(scheme)
         self.run_started = time.monotonic()
         for pane in self.query(AgentPane):
             pane.reset()  # the pre-filled code (`def aux(`, the signature) arrives as the first delta
@@ -324,6 +365,8 @@ class CollaborateScreen(Screen[None]):
             return
         self.run_id += 1
         self.reruns = 0
+        scheme = self.attempt.scheme if self.attempt else DEFAULT_SCHEME
+        self.run_reward, self.run_reward_name = self.reward_choice(scheme)
         self._start_tests(self.run_problem, program, self.run_id)
 
     def action_copy(self) -> None:
@@ -398,7 +441,7 @@ class CollaborateScreen(Screen[None]):
             # `coopcode solve`'s settings (greedy, its token budget, top-p, seed, reward), with
             # the scheme and turns chosen here.
             result = solve(problem, agents.engine, SessionSandbox(self, run_id),
-                           SolveConfig(scheme=scheme, turns=turns),
+                           SolveConfig(scheme=scheme, turns=turns, reward=self.run_reward),
                            helper_adapter=agents.helper_name, main_adapter=agents.main_name,
                            emit=emit, cancel=cancel)
             if cancel.is_set() and not any(a.verdict for a in result.attempts):
@@ -426,7 +469,8 @@ class CollaborateScreen(Screen[None]):
 
         try:
             judge(problem, program, SessionSandbox(self, run_id),
-                  SolveConfig(scheme=attempt.scheme if attempt else DEFAULT_SCHEME),
+                  SolveConfig(scheme=attempt.scheme if attempt else DEFAULT_SCHEME,
+                              reward=self.run_reward),
                   helper_code=attempt.helper_code if attempt else "",
                   main_code=attempt.main_code if attempt else program, emit=emit)
         except SandboxUnavailable as e:
@@ -490,7 +534,7 @@ class CollaborateScreen(Screen[None]):
             solves = (e.cooperation or {}).get("helper_solves")  # the sandbox ran the helper alone
             self.query_one("#summary", VerdictSummary).show(
                 e.verdict, e.reward, analyse_cooperation(helper, main, entry, solves), e.scheme,
-                reruns=self.reruns)
+                reruns=self.reruns, reward_name=self.run_reward_name)
         elif isinstance(e, Failed):
             self.generating = self.testing = False
             for pane in self.query(AgentPane):

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from textual.widgets import Button, Checkbox, DataTable, Footer, Input, Label, RichLog
+from textual.widgets import Button, Checkbox, Footer, Input, Label, RichLog
 
 from coopcode import (
     Event,
@@ -28,7 +28,9 @@ from coopcode import (
 )
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
+from tui.runs import reward_text
 from tui.screens.job_screen import JobScreen, eta_text
+from tui.widgets.fitted_table import FittedTable
 from tui.widgets.nav import NavBar
 from tui.widgets.plot import PlotView
 
@@ -76,6 +78,7 @@ class TrainScreen(JobScreen):
         self.seen_started = self.seen_finished = False
         self.total_steps = 0
         self.eta = ""
+        self.reward_name = ""  # the run's reward, named beside each reward figure
 
     def compose(self) -> ComposeResult:
         yield NavBar("train")
@@ -97,14 +100,14 @@ class TrainScreen(JobScreen):
                     yield PlotView("loss", id="loss-plot")
                 with Horizontal(id="train-bottom"):
                     yield RichLog(id="log", wrap=True, markup=False, min_width=20)
-                    yield DataTable(id="checkpoints", cursor_type="row", zebra_stripes=True)
+                    yield FittedTable(id="checkpoints", optional=(1,), cursor_type="row",
+                                      zebra_stripes=True)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.log_view.border_title = "log"
-        table = self.query_one("#checkpoints", DataTable)
+        table = self.query_one("#checkpoints", FittedTable)
         table.border_title = "checkpoints"
-        table.add_columns("run", "algo", "step", "reward")
         self.action_refresh()
         self._show_warnings()
         self.set_interval(2.0, self._poll_checkpoints)
@@ -174,7 +177,9 @@ class TrainScreen(JobScreen):
 
     def _reward_text(self) -> str:
         last = self.metrics[-1][1] if self.metrics else {}
-        return f" · reward {last['reward/mean']:.3f}" if "reward/mean" in last else ""
+        if "reward/mean" not in last:
+            return ""
+        return f" · reward {last['reward/mean']:.3f} {self.reward_name}".rstrip()
 
     def handle_event(self, event: Event) -> None:
         if isinstance(event, Metric):
@@ -187,6 +192,8 @@ class TrainScreen(JobScreen):
                         plot.add_point(name, event.step, event.values[key])
         elif isinstance(event, Started):
             self.seen_started, self.total_steps = True, event.total
+            self.reward_name = str(event.meta.get("reward") or (
+                "seed-grpo" if event.meta.get("algo") == "grpo" else "seed"))
             done = int(event.meta.get("resumed_from") or 0)
             self._status(f"step {done + 1}/{event.total}: sampling…")
             self.warnings.clear()
@@ -228,16 +235,16 @@ class TrainScreen(JobScreen):
 
     def action_refresh(self) -> None:
         self._last_scan = time.monotonic()
-        table = self.query_one("#checkpoints", DataTable)
-        rows: list[tuple[Any, ...]] = []
+        rows: list[tuple[str, ...]] = []
         for run in list_checkpoints():
-            reward = f"{run.reward:.3f}" if run.reward is not None else "?"
             step = "?" if run.step is None else str(run.step)
             if run.total_steps:
                 step += f"/{run.total_steps}"
-            rows.append((run.name, run.algorithm, step, reward))
+            rows.append((run.name, run.algorithm, step, reward_text(run)))
         if rows != getattr(self, "_shown_rows", None):
             self._shown_rows = rows
-            table.clear()
-            for row in rows:
-                table.add_row(*row)
+            self._fill_checkpoints()
+
+    def _fill_checkpoints(self) -> None:
+        self.query_one("#checkpoints", FittedTable).fill(("run", "algo", "step", "reward"),
+                                                         self._shown_rows)

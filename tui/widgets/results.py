@@ -52,7 +52,7 @@ class VerdictSummary(Static):
                     "Ctrl+G runs the tests again (a new sandbox is opened)")
 
     def show(self, verdict: dict[str, Any], reward: dict[str, float], coop: Cooperation,
-             scheme: str, reruns: int = 0) -> None:
+             scheme: str, reruns: int = 0, reward_name: str = "") -> None:
         status = verdict.get("status", "?")
         style = STATUS_STYLE.get(status, "bold")
         parts = escape(format_terms(reward))
@@ -65,7 +65,8 @@ class VerdictSummary(Static):
         if reruns:
             lines.append(f"[yellow]sandbox[/] lost a worker: ran the program again on a fresh "
                          f"one ({reruns} re-run{'s' if reruns > 1 else ''}; not the program's doing)")
-        lines.append(f"[dim]reward[/] [b]{reward.get('total', 0.0):.2f}[/] = {parts}")
+        named = f" ({escape(reward_name)})" if reward_name else ""
+        lines.append(f"[dim]reward{named}[/] [b]{reward.get('total', 0.0):.2f}[/] = {parts}")
         if not has_helper(scheme):
             lines.append("[dim]cooperation[/] single agent (no helper)")
         else:
