@@ -351,3 +351,13 @@ def test_help_still_works() -> None:
         assert "Usage" in done.stdout and not done.stderr
     bare = coopcode()  # no command: the help is the answer, with click's usage exit code
     assert bare.returncode == 2 and "Usage" in bare.stdout and "error:" not in bare.stderr
+
+
+def test_every_bad_adapter_is_named_before_the_model_loads(tmp_path: Path) -> None:
+    # Issue 42: the base loaded for ~20 s, then the error named only the helper's path.
+    helper, main = tmp_path / "no-helper", tmp_path / "not-peft"
+    main.mkdir()
+    assert_refused(coopcode("solve", PROBLEM, "--model", NO_MODEL, "--helper-adapter", s(helper),
+                            "--main-adapter", s(main)),
+                   f"helper adapter {helper}: no such folder",
+                   f"main adapter {main}: not a PEFT adapter folder")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.core.adapters import check_adapter
-from coopcode.core.errors import UserError
+from coopcode.core.errors import ModelError, UserError
 from coopcode.engines import Engine, engine_kind, load_engine
 
 HELPER, MAIN = "helper", "main"
@@ -51,6 +51,24 @@ def resolve_adapter_path(path: str | None, role: str) -> str | None:
     return str(p)
 
 
+def check_adapter_folders(helper_adapter: str | None,
+                          main_adapter: str | None) -> tuple[str | None, str | None]:
+    """Both agents' adapter folders, resolved and checked before seconds are spent on the
+    base (which is checked against them after it loads). Every bad one is named, in one
+    ModelError: `helper adapter X: no such folder; main adapter Y: not a PEFT folder`."""
+    paths = resolve_adapter_path(helper_adapter, HELPER), resolve_adapter_path(main_adapter, MAIN)
+    problems = []
+    for role, path in zip((HELPER, MAIN), paths, strict=True):
+        if path:
+            try:
+                check_adapter(path, base_fingerprint="", base_name="")
+            except ModelError as e:
+                problems.append(f"{role} {e}")
+    if problems:
+        raise ModelError("; ".join(problems))
+    return paths
+
+
 def open_agents(
     model: str | None,
     helper_adapter: str | None = None,
@@ -67,12 +85,7 @@ def open_agents(
         raise UserError(f"--engine {engine} serves adapters by name: start the server with "
                         "--lora-modules helper=FOLDER main=FOLDER and pass --helper-model helper "
                         "--main-model main")
-    helper_path = resolve_adapter_path(helper_adapter, HELPER)
-    main_path = resolve_adapter_path(main_adapter, MAIN)
-    # Check adapter folders before spending seconds on the model (the base is checked after).
-    for path in (helper_path, main_path):
-        if path:
-            check_adapter(path, base_fingerprint="", base_name="")
+    helper_path, main_path = check_adapter_folders(helper_adapter, main_adapter)
     eng = load_engine(model, engine, progress=progress, **engine_kw)
     agents = attach_adapters(eng, helper_path, main_path, progress)
     names = eng.adapters() if served else {}

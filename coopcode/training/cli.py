@@ -149,8 +149,14 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
     config = resolve_config(config, folder, resume, explicit)
     load_training_problems(config.problems, config.limit)
     inits = [init for init in (config.helper_init, config.main_init) if init]
-    for init in inits:
-        check_adapter(init, "", "")  # the folder itself, before the base resolves
+    problems = []
+    for init in inits:  # the folders themselves, before the base resolves; each bad one named
+        try:
+            check_adapter(init, "", "")
+        except UserError as e:
+            problems.append(str(e))
+    if problems:
+        raise UserError("; ".join(problems))
     ckpt.check_writable(folder)  # creates the run folder: only once the input is known good
     if inits:
         from coopcode.models import resolve_model

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from textual import on
@@ -48,12 +47,16 @@ class AgentsScreen(Screen[None]):
                              allow_blank=False, compact=True, id="model")
                 yield Input(custom, placeholder="or a Hugging Face id / local folder",
                             compact=True, id="model-other")
-                yield Label("Helper adapter (writes aux)", classes="section")
-                yield Select([("none", NO_ADAPTER)], allow_blank=False, compact=True, id="helper-adapter")
-                yield Static("", id="helper-manifest", classes="manifest")
-                yield Label("Main adapter (writes the entry point)", classes="section")
-                yield Select([("none", NO_ADAPTER)], allow_blank=False, compact=True, id="main-adapter")
-                yield Static("", id="main-manifest", classes="manifest")
+                # The adapter given on the command line is the choice shown, found or not
+                # (a path that failed to load stays in view with why).
+                for role, title in (("helper", "Helper adapter (writes aux)"),
+                                    ("main", "Main adapter (writes the entry point)")):
+                    given = getattr(spec, f"{role}_adapter") or NO_ADAPTER
+                    options = [("none", NO_ADAPTER)] + ([(given, given)] if given != NO_ADAPTER else [])
+                    yield Label(title, classes="section")
+                    yield Select(options, value=given, allow_blank=False, compact=True,
+                                 id=f"{role}-adapter")
+                    yield Static("", id=f"{role}-manifest", classes="manifest")
                 yield Button("Load agents", id="load-button", variant="primary", compact=True)
             with Vertical(id="agents-status"):
                 yield Label("", id="agents-state")
@@ -114,7 +117,7 @@ class AgentsScreen(Screen[None]):
         if value == NO_ADAPTER:
             text = "no adapter: the base model as released"
         elif run is None:
-            text = f"{value} (no manifest)" if Path(value).exists() else f"{value}: not found"
+            text = _adapter_problem(role, value) or f"{value} (no manifest)"
         else:
             text = describe_checkpoint(run)
             if run.base != "?":
@@ -142,3 +145,16 @@ class AgentsScreen(Screen[None]):
             return
         self.query_one("#load-log", RichLog).clear()
         app.load_agents(spec)
+
+
+def _adapter_problem(role: str, value: str) -> str:
+    """Why the adapter `value` cannot be loaded (the check loading runs), or ''."""
+    from coopcode import UserError
+    from coopcode.core.adapters import check_adapter
+    from coopcode.engines.agents import resolve_adapter_path
+
+    try:
+        check_adapter(resolve_adapter_path(value, role) or value, "", "")
+    except UserError as e:
+        return f"✗ {e}"
+    return ""

@@ -292,7 +292,10 @@ class CollaborateScreen(Screen[None]):
         try:
             return parse_problem_source(text, "editor.py")
         except UserError as e:
-            self.notify(str(e), severity="error", title="prompt")
+            hint = "" if _looks_like_a_stub(text) else (
+                "\nThe prompt is a Python function stub: a `def name(args):` line and a "
+                "docstring saying what it does, with an example (Ctrl+N starts one).")
+            self.notify(str(e) + hint, severity="error", title="prompt", timeout=10)
             return None
 
     # -- actions ----------------------------------------------------------------------------
@@ -636,6 +639,11 @@ class SessionSandbox:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _looks_like_a_stub(text: str) -> bool:
+    """Whether the editor holds Python with a function (a stub with a slip, not prose)."""
+    return any(line.lstrip().startswith("def ") for line in text.splitlines())
 
 
 def _one_line(e: BaseException) -> str:
