@@ -10,8 +10,6 @@ Stdlib only; copied into the image.
 
 from __future__ import annotations
 
-import builtins
-import io
 import os
 import signal
 import socket
@@ -21,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 import confine
+import pyenv
 from wire import (
     FrameReader,
     UnsupportedValue,
@@ -106,31 +105,38 @@ def _confine(p: Mapping[str, Any]) -> None:
     os.environ.clear()
     os.environ.update(p.get("env", {}))
     os.environ["HOME"] = p["workdir"]
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
-                                  errors="backslashreplace")
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                  errors="backslashreplace")
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
-    sys.argv = ["solution.py"]
+    pyenv.standard_streams(1, 2, 0)
+
+
+# Module code that asks how deep it runs: exec'd where the program's module code is, it
+# gives the depth python3's module code is at, seen from our side (pyenv.RecursionBudget).
+_DEPTH_PROBE = compile("depth = recursion_depth()", "<probe>", "exec", 0, True)
 
 
 def _serve() -> None:
     reader = FrameReader()
     load = read_frame(REQ_FD, reader)
     try:
-        code = compile(load["program"], "<program>", "exec")
+        # dont_inherit: compiled as python3 compiles a file, with none of our __future__ flags
+        code = compile(load["program"], "<program>", "exec", pyenv.COMPILE_FLAGS, True)
     except BaseException as e:  # SyntaxError, ValueError (NUL bytes), RecursionError, ...
         write_frame(REP_FD, {"op": "compiled", "ok": False, "error": _describe(e)})
         return
     # Said before any program code runs, so syntax_ok is the one fact the program can't forge.
     write_frame(REP_FD, {"op": "compiled", "ok": True})
-    namespace: dict[str, Any] = {"__name__": "__solution__", "__builtins__": builtins}
+    namespace = pyenv.program_namespace(os.getcwd(), load["program"])
+    budget = pyenv.RecursionBudget()
+    probe: dict[str, Any] = {"recursion_depth": pyenv.recursion_depth}
+    exec(_DEPTH_PROBE, probe)
+    budget.enter(probe["depth"], pyenv.SCRIPT_CALL_DEPTH)
     error = None
     try:
         exec(code, namespace)
     except BaseException as e:
         error = _describe(e)
     _flush()
+    if error is None:  # the tests' module code runs next in python3's single file
+        pyenv.bind_test_globals(namespace, load.get("test_imports", ()), load.get("test_names", ()))
     names = {n: _describe_name(namespace, n) for n in load.get("names", ())}
     write_frame(REP_FD, {"op": "loaded", "ok": error is None, "error": error, "names": names})
     if error is not None:
@@ -142,15 +148,18 @@ def _serve() -> None:
             return
         if msg.get("op") != "call":
             return
-        write_all(REP_FD, _call(namespace, msg))
+        write_all(REP_FD, _call(namespace, msg, budget))
         _flush()
 
 
-def _call(namespace: Mapping[str, Any], msg: Mapping[str, Any]) -> bytes:
+def _call(namespace: Mapping[str, Any], msg: Mapping[str, Any],
+          budget: pyenv.RecursionBudget) -> bytes:
     fn: Callable[..., Any] = namespace.get(msg["name"], _undefined(msg["name"]))
     try:
         args = decode_value(msg["args"])
         kwargs = decode_value(msg["kwargs"])
+        # fn's frame will be as deep as this call's; python3's is at msg["depth"]
+        budget.enter(pyenv.recursion_depth(), int(msg.get("depth") or 0) or pyenv.SCRIPT_CALL_DEPTH + 1)
         result = fn(*args, **kwargs)
         return pack_frame({"ok": encode_value(result)})  # too big -> UnsupportedValue
     except UnsupportedValue as e:
@@ -193,7 +202,7 @@ def _describe(e: BaseException) -> list[Any]:
         if tb.tb_frame.f_code.co_filename == "<program>":
             line = tb.tb_lineno
         tb = tb.tb_next
-    return [_text(type(e).__name__), _text(e), line]
+    return [_text(type(e).__name__), _text(e), line, pyenv.builtin_base(e)]
 
 
 def _text(x: object) -> str:

@@ -26,7 +26,7 @@ REPOSITORY = "coopcode-sandbox"
 BASE_REPOSITORY = "coopcode-sandbox-base"
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER_FILES = ("runner.py", "supervise.py", "judge.py", "child.py", "zygote.py",
-                "runner_procs.py", "confine.py", "wire.py")
+                "runner_procs.py", "confine.py", "wire.py", "pyenv.py")
 # The offline recipe; part of the base image's tag so a changed recipe rebuilds it.
 DEBOOTSTRAP = ["debootstrap", "--variant=minbase", "--include=python3", "bookworm"]
 OFFLINE_TAIL = """

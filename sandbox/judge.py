@@ -24,6 +24,7 @@ import types
 from collections.abc import Mapping
 from typing import Any
 
+import pyenv
 from wire import (
     FrameReader,
     ProtocolError,
@@ -61,6 +62,11 @@ class Judge:
         self._pending: list[bytes] = []
         self.calls = 0  # calls into the program, for the verdict's extra
         self.gone = ""  # why the program can no longer answer, once it cannot
+        # Where the running test step is, for the depth python3 would call the program at:
+        # the step's module code is at `step_depth` (+1: the probe's own frame) here, and at
+        # python3's module level or one deeper, inside `check`, there.
+        self.step_depth = 0
+        self.step_in_check = False
 
     # ------------------------------------------------------------ talking to the child
 
@@ -118,10 +124,18 @@ class Judge:
         except ProtocolError as e:
             return self._die(f"the program broke the protocol: {e}")
 
-    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def python3_depth(self, proxy_depth: int) -> int:
+        """The recursion depth the program's function would run at in python3's single file,
+        where the proxy's frame (at `proxy_depth` here) is the function's own."""
+        if not self.step_depth:
+            return 0  # not from a test step: the child assumes a call from inside check
+        return proxy_depth - self.step_depth + pyenv.SCRIPT_CALL_DEPTH + self.step_in_check
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any],
+             depth: int = 0) -> Any:
         try:
             payload = {"op": "call", "name": name, "args": encode_value(args),
-                       "kwargs": encode_value(kwargs)}
+                       "kwargs": encode_value(kwargs), "depth": depth}
         except UnsupportedValue as e:
             raise UnsupportedValue(f"the tests passed a non-data argument to {name}: {e}") from None
         self.calls += 1
@@ -132,7 +146,7 @@ class Judge:
             except ProtocolError as e:
                 return self._die(f"the program broke the protocol: {e}")
         if "raise" in reply:
-            raise program_exception(*_triple(reply["raise"]))
+            raise program_exception(*_triple(reply["raise"]), base=_base_of(reply["raise"]))
         if "unsupported" in reply:
             raise UnsupportedValue(f"{name} {_short(reply['unsupported'])}")
         if "exit" in reply:
@@ -163,7 +177,9 @@ class Judge:
     def _run(self, job: Mapping[str, Any]) -> None:
         names = list(job.get("names", ()))
         try:
-            compiled = self.request({"op": "load", "program": job["program"], "names": names})
+            compiled = self.request({"op": "load", "program": job["program"], "names": names,
+                                     "test_imports": list(job.get("test_imports", ())),
+                                     "test_names": list(job.get("test_names", ()))})
             if compiled.get("op") == "setup_failed":  # our confinement failed, not the program
                 self.report({"op": "setup_failed", "error": _short(compiled.get("error"))})
                 return
@@ -188,10 +204,10 @@ class Judge:
             self._run_steps(job, loaded.get("names") or {})
 
     def _bindings(self, job: Mapping[str, Any], found: Mapping[str, Any]) -> dict[str, Any]:
-        ns: dict[str, Any] = {"__name__": "__tests__", "__builtins__": builtins}
+        ns: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         for name, desc in found.items():
             if desc == "call":
-                ns[name] = Proxy(self, str(name))
+                ns[name] = program_function(self, str(name))
             elif isinstance(desc, dict) and "value" in desc:
                 try:
                     ns[name] = decode_value(desc["value"])
@@ -212,6 +228,7 @@ class Judge:
         index = 0
         for step in job["steps"]:
             source = step["source"]
+            self.step_in_check = bool(step.get("in_check"))
             if step["kind"] != "case":
                 if not blocked:
                     blocked = self._setup(source, step.get("line", 0), ns)
@@ -224,9 +241,17 @@ class Judge:
                     blocked = f"the program died: {self.gone}"
             index += 1
 
+    def _exec_step(self, source: str, ns: dict[str, Any]) -> None:
+        """Run one test step (setup or case): the probe first, from the same place, so that
+        calls into the program know how deep the step's own code is."""
+        probe: dict[str, Any] = {"recursion_depth": pyenv.recursion_depth}
+        exec(_DEPTH_PROBE, probe)
+        self.step_depth = probe["depth"]
+        exec(_compiled(source), ns)
+
     def _setup(self, source: str, line: int, ns: dict[str, Any]) -> str:
         try:
-            exec(_compiled(source), ns)
+            self._exec_step(source, ns)
         except ChildGone:
             return f"the program died: {self.gone}"
         except BaseException as e:
@@ -239,7 +264,7 @@ class Judge:
         gone_before = self.gone
         status, message, kind = "passed", "", ""
         try:
-            exec(_compiled(source), ns)
+            self._exec_step(source, ns)
         except ChildGone:
             status, message, kind = "error", self.gone, "ProgramDied"
         except AssertionError as e:
@@ -255,18 +280,17 @@ class Judge:
                      "error_type": kind, "duration": round(took, 6)})
 
 
-class Proxy:
-    """Stands in for a program-defined callable inside the tests."""
+def program_function(judge: Judge, name: str) -> Any:
+    """Stands in for a program-defined callable inside the tests. A plain function, not an
+    object with `__call__`: CPython counts a call through `__call__` one deeper, and the
+    program's recursion limit is held to python3's from this frame's depth."""
 
-    def __init__(self, judge: Judge, name: str) -> None:
-        self._judge = judge
-        self.__name__ = name
+    def call(*args: Any, **kwargs: Any) -> Any:
+        depth = judge.python3_depth(pyenv.recursion_depth() - 1)
+        return judge.call(name, args, kwargs, depth)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._judge.call(self.__name__, args, kwargs)
-
-    def __repr__(self) -> str:
-        return f"<program function {self.__name__}>"
+    call.__name__ = call.__qualname__ = name
+    return call
 
 
 class Missing:
@@ -300,26 +324,40 @@ def _stdlib_module(name: str) -> types.ModuleType | None:
 
 
 _CODE: dict[str, types.CodeType] = {}
+_DEPTH_PROBE = compile("depth = recursion_depth()", "<probe>", "exec", 0, True)
 
 
 def _compiled(source: str) -> types.CodeType:
-    """Test steps compiled once per judge: the samples of one problem share their tests."""
+    """Test steps compiled once per judge: the samples of one problem share their tests.
+    dont_inherit: as python3 compiles the tests' file, with none of our __future__ flags."""
     code = _CODE.get(source)
     if code is None:
         if len(_CODE) > 4096:
             _CODE.clear()
-        code = _CODE[source] = compile(source, "<tests>", "exec")
+        code = _CODE[source] = compile(source, "<tests>", "exec", 0, True)
     return code
 
 
-def program_exception(kind: str, message: str, line: Any = None) -> Exception:
+_PROGRAM_CLASSES: dict[tuple[str, type], type] = {}
+
+
+def program_exception(kind: str, message: str, line: Any = None, base: str = "") -> Exception:
     """Re-create the program's exception as the builtin of that name (so a test expecting
-    ValueError still works), else a ProgramError carrying the name."""
+    ValueError still works); a class of the program's own, as a class of that name under its
+    nearest builtin base (`except ValueError:` catches the program's `class Bad(ValueError)`
+    as in python3); else a ProgramError carrying the name."""
     cls = getattr(builtins, kind, None)
     exc: Exception
     try:
         if not (isinstance(cls, type) and issubclass(cls, Exception)):
-            raise TypeError
+            parent = getattr(builtins, base, None)
+            if not (isinstance(parent, type) and issubclass(parent, Exception)):
+                raise TypeError
+            cls = _PROGRAM_CLASSES.get((kind, parent))
+            if cls is None:
+                if len(_PROGRAM_CLASSES) > 1024:
+                    _PROGRAM_CLASSES.clear()
+                cls = _PROGRAM_CLASSES[(kind, parent)] = type(kind, (parent,), {})
         exc = cls(message)
     except Exception:
         exc = ProgramError(f"{kind}: {message}")
@@ -331,8 +369,13 @@ def exception_name(e: BaseException) -> str:
     return str(getattr(e, "coopcode_type", "") or type(e).__name__)
 
 
+def _base_of(x: Any) -> str:
+    """The builtin base the child named for a program's exception (its 4th field)."""
+    return _short(x[3]) if isinstance(x, list) and len(x) == 4 else ""
+
+
 def _triple(x: Any) -> tuple[str, str, Any]:
-    if isinstance(x, list) and len(x) == 3:
+    if isinstance(x, list) and len(x) in (3, 4):
         return _short(x[0]), _short(x[1]), x[2] if type(x[2]) is int else None
     return "Exception", "unreadable exception", None
 

@@ -55,6 +55,8 @@ def job_message(job: Job, job_id: int) -> dict[str, Any]:
         "program": job.program,
         "steps": [s.to_dict() for s in split.steps],
         "names": sorted(names),
+        "test_imports": list(split.imports),
+        "test_names": [n for n in split.bound if n != entry],
         "entry_point": entry,
         "param": split.param,
         "timeout": float(job.timeout),

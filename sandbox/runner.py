@@ -37,9 +37,15 @@ if __name__ == "__main__" and sys.path[:1] != [HERE]:
 
 import confine  # noqa: E402
 import judge  # noqa: E402,F401  (imported once here, so each forked judge has it)
+import pyenv  # noqa: E402
 from runner_procs import SPAWN_ENV, JudgeClient, ZygoteClient, ZygoteDied  # noqa: E402
 from supervise import Supervisor  # noqa: E402
 from wire import FrameReader, read_frame, write_frame  # noqa: E402
+
+# How deep a script's module code runs, measured here at runner.py's own module level (we
+# run as a script, as the program's python3 file would): the zygote's children and the judge
+# hold the program's recursion limit to python3's with it.
+pyenv.measure_script_depth()
 
 DOCKER_CONFIG: dict[str, Any] = {
     "mode": "docker",

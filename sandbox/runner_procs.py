@@ -19,7 +19,9 @@ from typing import Any
 from wire import FrameReader, ProtocolError, pack_frame
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SPAWN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
+# The zygote's environment, and the program's (plus HOME, its work dir): a locale, a PATH,
+# nothing of the host's.
+SPAWN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
 class ZygoteDied(OSError):

@@ -36,9 +36,11 @@ class TestStep:
     kind: str  # CASE or SETUP
     source: str
     line: int
+    in_check: bool = False  # from the body of `def check` (python3 runs it one frame deeper)
 
     def to_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "source": self.source, "line": self.line}
+        return {"kind": self.kind, "source": self.source, "line": self.line,
+                "in_check": self.in_check}
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,10 @@ class SplitTests:
     param: str  # the name the candidate is bound to, e.g. "candidate"
     entry_point: str | None  # from a trailing `check(NAME)`
     names: tuple[str, ...]  # free names of the tests that the program may define
+    # What the tests' module code does to the names the program sees in python3's single
+    # file (program first, then the tests): their imports, and every other name they bind.
+    imports: tuple[str, ...] = ()
+    bound: tuple[str, ...] = ()
 
     @property
     def cases(self) -> tuple[TestStep, ...]:
@@ -92,7 +98,8 @@ def split_tests(source: str) -> SplitTests:
     param = "candidate"
     if isinstance(check, ast.FunctionDef) and check.args.args:
         param = check.args.args[0].arg
-    return SplitTests(tuple(steps), param, entry, _free_names(tree, param))
+    imports, bound = _module_bindings(source, body)
+    return SplitTests(tuple(steps), param, entry, _free_names(tree, param), imports, bound)
 
 
 def split_solution_file(source: str) -> tuple[str, str, str | None]:
@@ -182,8 +189,43 @@ def _check_steps(source: str, check: ast.FunctionDef | ast.AsyncFunctionDef) -> 
     for stmt in body:
         if isinstance(stmt, ast.Return):
             break  # the body runs at module level, where `return` cannot stand
-        steps.append(_step(source, stmt))
+        step = _step(source, stmt)
+        steps.append(TestStep(step.kind, step.source, step.line, in_check=True))
     return steps
+
+
+def _module_bindings(source: str, body: list[ast.stmt]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The tests' module-level imports (their source) and the other names their module-level
+    code binds (`check`, `METADATA`, helpers), in order, each once."""
+    imports: list[str] = []
+    bound: dict[str, None] = {}
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            imports.append(_segment(source, stmt))
+            continue
+        for node in _module_level_nodes(stmt):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound[node.name] = None
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                bound[node.id] = None
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                imports.append(_segment(source, node))
+    return tuple(imports), tuple(bound)
+
+
+def _module_level_nodes(stmt: ast.stmt) -> list[ast.AST]:
+    """The nodes of a module-level statement that bind module-level names: not inside a
+    function, class body or comprehension (their names are their own)."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = [stmt]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+                             ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue  # a definition binds its name; its body is its own scope
+        todo.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _segment(source: str, stmt: ast.stmt) -> str:

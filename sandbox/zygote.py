@@ -29,6 +29,7 @@ import time
 from typing import Any, NoReturn
 
 import confine
+import pyenv
 
 # Modules HumanEval/MBPP-style solutions commonly import, loaded once here so that each
 # forked child has them for free.
@@ -161,6 +162,7 @@ def zygote_main(ctl_fd: int, pid_namespaces: bool, cgroup_procs: list[str]) -> N
             __import__(name)
         except ImportError:
             pass
+    pyenv.site_builtins()  # exit, quit, help and the site directories, as python3 has them
     import child  # noqa: F401  (loaded before any fork, like the rest)
 
     # Everything loaded so far lives for the zygote's life: freeze it out of the cyclic GC,

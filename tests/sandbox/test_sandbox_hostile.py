@@ -44,7 +44,7 @@ def probe_tests(backend: str) -> str:
     return f"""
 def check(candidate):
     s = candidate()
-    assert s["cwd"] == [], s["cwd"]
+    assert s["cwd"] == ["solution.py"], s["cwd"]  # its own program's file, nothing else
     assert s["tmp"] in ([], ["job"]), s["tmp"]
     assert s["shm"] == [], s["shm"]
     assert len(s["pids"]) == {PROBE_PIDS[backend]}, s["pids"]
