@@ -205,6 +205,9 @@ def evaluate(
     from coopcode.evaluation.evaluate import check_samples_k, read_samples, score_samples
     from coopcode.problems import load_problems
 
+    if config.rescore:
+        _rescore(samples, config, sandbox.sandbox, as_json.as_json)
+        return
     # Every input is checked before the sandbox starts: a bad line fails in milliseconds.
     out_file = None if config.out is None else Path(config.out)
     if out_file is not None:
@@ -233,6 +236,36 @@ def evaluate(
     if result.infra_retries:
         out.print(f"[dim]{result.infra_retries} jobs ran again after their sandbox worker was "
                   "lost (none scored as a failure)[/]")
+
+
+def _rescore(samples: Path, config: Any, sandbox_name: str, as_json: bool) -> None:
+    """`evaluate RUN --rescore`: the run's samples re-scored and written back."""
+    from coopcode.core.sandboxes import open_sandbox_for_cli
+    from coopcode.evaluation.rescore import rescore_run
+    from coopcode.problems import load_problems
+
+    folder = samples if samples.is_dir() else samples.parent
+    if config.out is not None:
+        raise UserError("--rescore writes into the run itself: leave out --out")
+    given = config.problems != EvaluateConfig().problems  # else the run's own problems
+    probs = load_problems(config.problems) if given else None
+    with open_sandbox_for_cli(sandbox_name, _warn) as sb:
+        result = rescore_run(folder, sb, problems=probs)
+    if as_json:
+        print(json.dumps({"folder": str(folder), "samples": result.samples,
+                          "changed": [c.__dict__ for c in result.changes],
+                          "other_changes": result.other_changes,
+                          "before": result.before, "after": result.after}))
+        return
+    out.print(f"{folder}: {result.samples} samples re-scored, {len(result.changes)} verdicts "
+              f"changed, {result.other_changes} rewards or cooperation records changed")
+    for change in result.changes:
+        out.print(f"  {change.line()}", markup=False)
+    for scheme, after in result.after.items():
+        for key, value in after.items():
+            was = result.before.get(scheme, {}).get(key)
+            moved = "" if was is None or was == value else f" (was {100 * was:.2f}%)"
+            out.print(f"{scheme} {key}: {100 * value:.2f}%{moved}")
 
 
 @app.command()

@@ -23,6 +23,9 @@ class EvaluateConfig:
                                 help="The problems the samples answer: humaneval[:train|test|val|fit|all], "
                                 "a .jsonl, a .py or a folder.")
     out: str | None = option(None, "Write one JSONL line per sample: its verdict and reward.")
+    rescore: bool = option(False, "SAMPLES is a bench run (its folder or samples file): write the "
+                           "new verdicts, rewards and cooperation back into it (summary.json and "
+                           "report.md too) and list every sample whose verdict changed.")
     reward: str | None = option_like(SolveConfig, "reward")
     timeout: float = option_like(BenchConfig, "timeout")
 
