@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from textual import events, work
+from textual.actions import SkipAction
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import ModalScreen, Screen
+from textual.widgets import TextArea
 
 from tui.session import AgentsSpec, Session
 
@@ -50,6 +52,10 @@ class CoopApp(App[None]):
         Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", priority=True),
         Binding("ctrl+q", "request_quit", "Quit", id="app.quit", show=False, priority=True),
         Binding("ctrl+p", "command_palette", "Commands", id="app.palette", show=False, priority=True),
+        # Tab moves the focus before the keys typed after it are handed out (see action).
+        Binding("tab", "next_field", "Next field", id="app.next-field", show=False, priority=True),
+        Binding("shift+tab", "previous_field", "Previous field", id="app.previous-field",
+                show=False, priority=True),
     ]
 
     ACTION_HELP = {
@@ -62,6 +68,8 @@ class CoopApp(App[None]):
         "toggle_theme": "light / dark theme",
         "request_quit": "quit (asks whether to stop or detach running jobs)",
         "command_palette": "command palette: every action by name",
+        "next_field": "next field (in the program editor Tab indents: Esc leaves it)",
+        "previous_field": "previous field",
     }
 
     status_line: reactive[str] = reactive("")
@@ -90,6 +98,7 @@ class CoopApp(App[None]):
         self.next_spec: AgentsSpec | None = None  # chosen during that load: it loads next
         self.queued_run: Callable[[], None] | None = None  # a run asked for before the agents were ready
         self.sample_seconds: float | None = None  # one Collaborate sample's time (bench estimate)
+        self.released_for = ""  # the job the model was freed for (tui.memory)
 
     def on_mount(self) -> None:
         self.switch_mode(self.start_mode)
@@ -178,6 +187,23 @@ class CoopApp(App[None]):
         if start is not None and not error:
             start()
 
+    def release_agents(self, job: str) -> bool:
+        """Free the loaded model while `job` (a child with a model of its own) runs; False
+        when nothing was freed (none loaded, or a load under way)."""
+        if self.agents_state == "loading" or not self.session.release_agents():
+            return False
+        self.agents_state, self.agents_error = "idle", ""
+        self.load_message = f"model freed while the {job} runs: it loads again when it ends"
+        self.released_for = job
+        self._update_status()
+        return True
+
+    def restore_agents(self) -> None:
+        """The job that freed the model ended: load the agents again."""
+        self.released_for = ""
+        if self.agents_state == "idle":
+            self.load_agents(self.session.spec)
+
     def open_sandbox(self) -> None:
         """Open the sandbox on a worker, once."""
         if not self.sandbox_asked:
@@ -215,6 +241,8 @@ class CoopApp(App[None]):
             who = "run queued · loading agents…" if self.queued_run else "loading agents…"
         elif self.agents_state == "error":
             who = "agents: error (F2)"
+        elif self.released_for:
+            who = f"agents: freed for the {self.released_for}"
         else:
             who = "agents: not loaded (F2)"
         sandbox = self.sandbox_state if len(self.sandbox_state) < 14 else "unavailable"
@@ -233,6 +261,21 @@ class CoopApp(App[None]):
 
         if not isinstance(self.screen, ModalScreen):
             self.push_screen(KeysScreen(self.screen))
+
+    def action_next_field(self) -> None:
+        """Tab, as a priority binding: Textual hands each key to the widget focused when the
+        key reaches the app, and Tab (a screen binding) moved the focus only once it came
+        back up. On an interface lagging behind a model load, the keys typed after Tab were
+        then handed to the field being left ("scrambled form fields", issue 42). Here the
+        focus moves as Tab arrives. An editor that indents with Tab keeps it."""
+        focused = self.focused
+        if isinstance(focused, TextArea) and focused.tab_behavior == "indent" \
+                and not focused.read_only:
+            raise SkipAction()
+        self.screen.focus_next()
+
+    def action_previous_field(self) -> None:
+        self.screen.focus_previous()
 
     def action_toggle_theme(self) -> None:
         self.theme = THEMES["light"] if self.current_theme.dark else THEMES["dark"]

@@ -43,8 +43,7 @@ def bench_seconds_per_sample(model: str, root: Path = Path("runs")) -> SampleSec
 def estimate_text(samples: int, per_sample: SampleSeconds | None) -> str:
     """`10 samples × 12.3 s ≈ 2m03s (measured: runs/x, 400 samples)`."""
     if per_sample is None:
-        return (f"{samples} samples · time per sample not measured yet here (a run on F3 "
-                "measures it; the ETA shows once samples finish)")
+        return f"{samples} samples · time per sample not measured here yet (a run on F3 measures it)"
     total = samples * per_sample.seconds
     return (f"{samples} samples × {per_sample.seconds:.1f} s ≈ {duration(total)} "
             f"(measured: {per_sample.source})")

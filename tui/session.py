@@ -84,6 +84,10 @@ class Session:
         self.sandbox_ready = threading.Event()
         self._sandbox_lock = threading.Lock()
         self.lost = ""  # why the sandbox went down (it is reopened on the next run)
+        from tui.memory import rss_bytes
+
+        # Resident memory before any model: what the TUI holds beyond it is its model's.
+        self.baseline_rss = rss_bytes()
 
     def load_agents(self, spec: AgentsSpec, progress: Progress) -> Agents:
         """Load (or reuse) the base model and put the chosen adapters on it.
@@ -110,6 +114,19 @@ class Session:
             agents = attach_adapters(engine, spec.helper_adapter, spec.main_adapter, progress)
             self.agents, self.spec = agents, spec
             return agents
+
+    def release_agents(self) -> bool:
+        """Free the base model (a job's child is about to load its own); False when none was
+        loaded. The next `load_agents` loads it again."""
+        with self._lock:
+            agents, self.agents, self._engine_model = self.agents, None, None
+        if agents is None:
+            return False
+        agents.engine.close()
+        import gc
+
+        gc.collect()
+        return True
 
     def open_sandbox(self, warn: Progress) -> Any:
         """Open the sandbox once; later calls return the same one (or raise the same error)."""

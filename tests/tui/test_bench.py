@@ -93,7 +93,7 @@ async def test_the_estimate_is_samples_times_the_seconds_measured_here(make_app,
         await wait_until(pilot, lambda: app.agents_state == "ready")
         # Nothing measured yet: it says so rather than guess.
         set_form(screen, n="2", limit="5")
-        await wait_until(pilot, lambda: "not measured yet" in str(detail.render()))
+        await wait_until(pilot, lambda: "not measured here yet" in str(detail.render()))
         assert str(detail.render()).startswith("10 samples")
         # A bench of this model ran here: 400 samples in 800 s.
         run = workdir / "runs" / "earlier"
@@ -103,7 +103,8 @@ async def test_the_estimate_is_samples_times_the_seconds_measured_here(make_app,
             "last_session": {"samples": 400}}))
         set_form(screen, n="3")
         await wait_until(pilot, lambda: "2.0 s" in str(detail.render()))
-        assert str(detail.render()) == ("15 samples × 2.0 s ≈ 30s (measured: runs/earlier, "
-                                        "400 samples)")
+        estimate, memory = str(detail.render()).split("\n", 1)
+        assert estimate == "15 samples × 2.0 s ≈ 30s (measured: runs/earlier, 400 samples)"
+        assert memory.startswith("memory: TUI") and "GB free" in memory
         # The CPU-sized defaults: minutes, not the CLI's hour.
         assert [screen.query_one(f"#{f}").value for f in ("ks", "n", "limit")] == ["1,2", "3", "5"]

@@ -136,3 +136,16 @@ async def test_escape_typed_twice_on_a_lagging_ui_leaves_the_stop_dialog_open(ma
             assert screen.busy
         finally:
             screen.job.stop(grace=2)
+
+
+async def test_tab_indents_in_the_program_editor_and_esc_leaves_it(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await pilot.press("f9")
+        editor = screen.query_one("#program", TextArea)
+        editor.focus()
+        await pilot.press("tab")
+        assert editor.text.startswith("    ") and app.focused is editor
+        await pilot.press("escape")
+        assert app.focused is not editor

@@ -46,6 +46,7 @@ from tui.runs import BenchRun, list_bench_runs, list_checkpoints
 from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.nav import NavBar
 from tui.widgets.tabs import show_tab
+from tui.widgets.ticks import TickList
 
 SPLITS = ("humaneval:test", "humaneval:train", "humaneval:all")
 # The form shows BenchConfig's `form=N` fields; it proposes a run sized for a CPU (10
@@ -123,8 +124,7 @@ class ScoresTable(DataTable[Any]):
         self.transposed = False
 
     def on_resize(self) -> None:
-        if self.shown[1]:  # after the layout settles
-            self.call_after_refresh(self.fill, *self.shown)
+        self.call_after_refresh(self.fill, *self.shown)  # after the layout settles
 
     def fill(self, ks: list[int], rows: list[tuple[str, dict[str, Any]]]) -> None:
         self.shown = (ks, rows)
@@ -134,6 +134,10 @@ class ScoresTable(DataTable[Any]):
                 for label, r in rows]
         wide = _widths(header, body)
         available = self.scrollable_content_region.width
+        if not body and available and sum(w + 2 for w in wide) > available:
+            self.transposed = True  # nothing yet: the metrics to come, one per row
+            self._put([""], [[name] for name in header[1:]], cap=None)
+            return
         if body and available and sum(w + 2 for w in wide) > available:
             # Too wide: a row per metric, a column per method.
             flipped = [[name, *(row[i] for row in body)] for i, name in enumerate(header) if i]
@@ -260,8 +264,9 @@ class BenchScreen(JobScreen):
                 with Horizontal(classes="field"):
                     yield Label("out", classes="field-label")
                     yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="out-name")
-                yield SelectionList[str](*[(s, s, s in BenchConfig().schemes) for s in scheme_names()],
-                                        id="schemes")
+                yield TickList(*[(s, s, s in BenchConfig().schemes) for s in scheme_names()],
+                               id="schemes")
+                yield from self.release_box()
                 with Horizontal(classes="buttons"):
                     yield Button("Start", id="start", variant="success", compact=True)
                     yield Button("Stop", id="stop", variant="error", compact=True, disabled=True)
@@ -277,7 +282,7 @@ class BenchScreen(JobScreen):
                     yield RichLog(id="log", wrap=True, markup=False, min_width=20)
                 with TabPane("F8 Runs", id="tab-runs"):
                     with Horizontal(id="runs-row"):
-                        yield SelectionList[str](id="runs")
+                        yield TickList(id="runs")
                         with Vertical(id="compare-column"):
                             yield ScoresTable(id="compare")
                             yield Static(id="paired")
@@ -290,10 +295,12 @@ class BenchScreen(JobScreen):
         self.query_one("#compare", DataTable).border_title = "side by side"
         self.query_one("#paired", Static).border_title = "paired: B − A over shared problems"
         self.query_one("#bench-patterns", Static).display = False
-        fill_scores(self.query_one("#live-table", ScoresTable), [1, 3, 5], [])
+        fill_scores(self.query_one("#live-table", ScoresTable), list(PRESETS["ks"]), [])
         self.action_refresh()
         self.set_interval(0.5, self._show_inflight)
+        self.set_interval(2.0, self._show_estimate)  # the memory line moves as things load
         self.call_after_refresh(self._show_estimate)
+        self.watch(self.app, "agents_state", lambda _s: self.propose_release(), init=True)
 
     # -- before a run: how long it will take ------------------------------------------------
 
@@ -337,7 +344,8 @@ class BenchScreen(JobScreen):
             return
         samples = self.planned_samples()
         detail = self.query_one("#bench-detail", Label)
-        detail.update("" if samples is None else estimate_text(samples, self.sample_seconds()))
+        estimate = "" if samples is None else estimate_text(samples, self.sample_seconds())
+        detail.update(f"{estimate}\n{self.memory_text()}".strip())
 
     # -- during a run: the samples in flight -------------------------------------------------
 

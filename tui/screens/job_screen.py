@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual import work
+from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Button, RichLog
 
 from coopcode import Event, Failed, Log
 from tui.jobs import ChildJob, describe_exit, summarize_argv
+from tui.memory import available_bytes, memory_line, needs_bytes, record_job_peak
 from tui.messages import JobEnded, JobEvent
+from tui.widgets.ticks import TickBox
 
 
 class JobScreen(Screen[None]):
@@ -20,6 +25,23 @@ class JobScreen(Screen[None]):
         super().__init__()
         self.job: ChildJob | None = None
         self.run_id = 0
+        self.released = False  # this job's start freed the TUI's model: reload it at the end
+
+    def release_box(self) -> ComposeResult:
+        """The form's 'free the TUI's model' box (see tui.memory)."""
+        yield TickBox("free the TUI's model", compact=True, id="release")
+
+    def memory_text(self) -> str:
+        """What the TUI holds and what a job would add (tui.memory), for before a start."""
+        session: Any = self.app.session  # type: ignore[attr-defined]
+        return memory_line(self.job_name, session.baseline_rss, session.agents is not None)
+
+    def propose_release(self) -> None:
+        """Tick 'free the TUI's model' where the job would not fit in what is free."""
+        session: Any = self.app.session  # type: ignore[attr-defined]
+        need = needs_bytes(self.job_name, session.baseline_rss, session.agents is not None)
+        if need and available_bytes() < 1.5 * need:
+            self.query_one("#release", TickBox).value = True
 
     @property
     def log_view(self) -> RichLog:
@@ -31,6 +53,10 @@ class JobScreen(Screen[None]):
 
     def start_job(self, argv: list[str]) -> None:
         self.run_id += 1
+        self.released = False
+        if self.query("#release") and self.query_one("#release", TickBox).value:
+            # One model in memory: the child's (a child cannot use the TUI's, tui.memory).
+            self.released = self.app.release_agents(self.job_name)  # type: ignore[attr-defined]
         self.job = ChildJob(self.job_name, argv)
         self.log_view.write(f"$ {summarize_argv(argv)}")
         try:
@@ -50,6 +76,8 @@ class JobScreen(Screen[None]):
                 self.post_message(JobEvent(run_id, event))
 
         code = job.follow(relay)
+        if not job.detached:  # waited for: its peak memory is known now
+            record_job_peak(self.job_name)
         self.post_message(JobEnded(run_id, code, describe_exit(job, code)))
 
     def action_stop(self) -> None:
@@ -82,6 +110,9 @@ class JobScreen(Screen[None]):
     def on_job_ended(self, message: JobEnded) -> None:
         if message.run_id != self.run_id:
             return
+        if self.released:
+            self.released = False
+            self.app.restore_agents()  # type: ignore[attr-defined]
         self.log_view.write(message.text)
         ok = message.returncode == 0
         self.notify(message.text, severity="information" if ok else "warning", title=self.job_name)

@@ -11,9 +11,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
-# Keys every screen has that are no binding of ours (Textual's focus keys).
+# Keys every screen has that are no binding of ours.
 COMMON_KEYS: tuple[tuple[str, str], ...] = (
-    ("Tab / Shift+Tab", "next / previous field"),
+    ("Esc", "in an editor: leave it; in a dialog: No / Cancel"),
 )
 _NAMES = {"escape": "Esc", "question_mark": "?", "enter": "Enter", "tab": "Tab",
           "space": "Space", "delete": "Del", "pageup": "PgUp", "pagedown": "PgDn"}

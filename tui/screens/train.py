@@ -33,6 +33,7 @@ from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.fitted_table import FittedTable
 from tui.widgets.nav import NavBar
 from tui.widgets.plot import PlotView
+from tui.widgets.ticks import TickBox
 
 # The form shows TrainConfig's `form=N` fields. Steps has no library default (one epoch):
 # the form proposes a short run.
@@ -88,7 +89,8 @@ class TrainScreen(JobScreen):
                 with Horizontal(classes="field"):
                     yield Label("run", classes="field-label")
                     yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="run-name")
-                yield Checkbox("resume the run", compact=True, id="resume")
+                yield TickBox("resume the run", compact=True, id="resume")
+                yield from self.release_box()
                 with Horizontal(classes="buttons"):
                     yield Button("Start", id="start", variant="success", compact=True)
                     yield Button("Stop", id="stop", variant="error", compact=True, disabled=True)
@@ -111,6 +113,14 @@ class TrainScreen(JobScreen):
         self.action_refresh()
         self._show_warnings()
         self.set_interval(2.0, self._poll_checkpoints)
+        self.set_interval(2.0, self._show_idle)
+        self._show_idle()
+        self.watch(self.app, "agents_state", lambda _s: self.propose_release(), init=True)
+
+    def _show_idle(self) -> None:
+        """Before any run: what starting one costs in memory (tui.memory)."""
+        if self.job is None:
+            self._status(f"idle · Ctrl+R starts a run\n{self.memory_text()}")
 
     def build_argv(self) -> list[str]:
         """The `coopcode train` command for the form (ValueError names a bad field, UserError
