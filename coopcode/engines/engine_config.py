@@ -9,7 +9,7 @@ engine with one line before anything loads, and `kwargs` is what `load_engine` (
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from coopcode.core.errors import UserError
 from coopcode.core.inputs import check_server_urls
@@ -22,6 +22,8 @@ DTYPES = ("bfloat16", "float32", "float16")
 @dataclass(frozen=True)
 class EngineConfig:
     """The engine and its options (`None`: the engine's own default)."""
+
+    HELP_PANEL: ClassVar[str] = "Engine (where the model runs)"  # --help groups them apart
 
     engine: str = option("transformers", ", ".join(k.help for k in ENGINE_KINDS.values()) + ".")
     dtype: str | None = option(None, "bfloat16 or float32 [default: on a CPU, whichever multiplies "

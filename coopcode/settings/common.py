@@ -14,6 +14,7 @@ Imported by every command's module: it stays cheap (no torch, no engine).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from coopcode.core.errors import UserError
 from coopcode.models.catalog import DEFAULT_MODEL
@@ -61,6 +62,8 @@ class SandboxChoice:
 class JsonOutput:
     """Machine-readable output on stdout instead of text."""
 
+    HELP_PANEL: ClassVar[str] = "Output"
+
     as_json: bool = option(False, "Print the result as JSON instead of text.", flags=("--json",))
 
     def validate(self) -> None:
@@ -70,6 +73,8 @@ class JsonOutput:
 @dataclass(frozen=True)
 class EventsOutput:
     """The run's events as JSON lines on stdout."""
+
+    HELP_PANEL: ClassVar[str] = "Output"
 
     events: str | None = option(None, "jsonl: write events to stdout, one JSON object per line.",
                                 choices=("jsonl",), noun="events format")

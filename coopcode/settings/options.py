@@ -294,7 +294,7 @@ def config_options(func: F) -> F:
                     raise TypeError(f"{func.__name__}: option {o.name!r} of {p.name} is declared "
                                     f"twice (also {owner.get(o.name, 'a parameter')})")
                 owner[o.name] = p.name
-                params.append(_cli_parameter(o))
+                params.append(_cli_parameter(o, getattr(configs[p.name], "HELP_PANEL", None)))
         else:  # keyword-only: typer calls by name, and defaults may then come in any order
             params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY))
 
@@ -316,10 +316,11 @@ def is_config_class(obj: Any) -> bool:
             and all("help" in f.metadata for f in fields(obj)))
 
 
-def _cli_parameter(opt: Option) -> inspect.Parameter:
+def _cli_parameter(opt: Option, panel: str | None = None) -> inspect.Parameter:
     import typer
     from rich.markup import escape
 
+    _flags_show_no_type()
     cli_type: Any = str if opt.kind is tuple else opt.kind
     default = opt.show(opt.default) if opt.kind is tuple and opt.default is not None else opt.default
     if opt.repeat:  # typer collects each --flag into a list
@@ -328,8 +329,35 @@ def _cli_parameter(opt: Option) -> inspect.Parameter:
     elif opt.optional:
         cli_type = cli_type | None
     return inspect.Parameter(opt.name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                             annotation=Annotated[cli_type, typer.Option(*opt.flags, help=escape(opt.help),
-                                                                         hidden=opt.hidden)])
+                             annotation=Annotated[cli_type, typer.Option(
+                                 *opt.flags, help=escape(opt.help), hidden=opt.hidden,
+                                 metavar=metavar(opt), rich_help_panel=panel)])
+
+
+@functools.cache
+def _flags_show_no_type() -> None:
+    """`--help` lists on/off flags with no value type: typer shows `<bool>` beside flags it
+    makes itself (`--help`), which take no value. Once, on typer's option class."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        return None if self.is_flag and self.metavar is None else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+def metavar(opt: Option) -> str:
+    """What `--help` shows a flag takes: nothing for an on/off flag, the choices where they
+    are few and fixed (`auto|docker|process`), else N, X, TEXT (comma lists: `N,N,...`)."""
+    if opt.kind is bool:
+        return ""
+    source = opt.choice_source
+    if source and not callable(source) and opt.kind is not tuple and len("|".join(source)) <= 12:
+        return "|".join(source)
+    word = {int: "N", float: "X"}.get(opt.item, "TEXT")
+    return f"{word},{word},..." if opt.kind is tuple and not opt.repeat else word
 
 
 def parse_option(cls: type, name: str, text: str) -> Any:

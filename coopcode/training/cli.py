@@ -19,12 +19,13 @@ from rich.console import Console
 from rich.table import Table
 
 from coopcode.core.errors import UserError
+from coopcode.display.console import make_console
 from coopcode.settings.common import EventsOutput, JsonOutput, SandboxChoice
 from coopcode.settings.options import check_options, config_options, given_on_command_line, option
 from coopcode.training.config import TrainConfig
 
-out = Console()
-err = Console(stderr=True)
+out = make_console()  # plain on a pipe: no wrapping, no padding (coopcode.display.console)
+err = make_console(stderr=True)
 
 checkpoints_app = typer.Typer(help="Trained adapter runs in checkpoints/: list them, show one.",
                               no_args_is_help=True)

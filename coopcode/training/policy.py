@@ -83,7 +83,10 @@ class TransformersPolicy:
             if name in self.names or (self.engine is not None and name in self.engine.adapters()):
                 raise ModelError(f"adapter {name!r} is already loaded")
             if self.peft is None:
-                self.peft = get_peft_model(self.base, lora_config, adapter_name=name)
+                from coopcode.engines.embedded.engine import quiet_peft
+
+                with quiet_peft():
+                    self.peft = get_peft_model(self.base, lora_config, adapter_name=name)
             else:
                 self.peft.add_adapter(name, lora_config)
             self.peft.eval()  # no dropout: the update scores the policy that sampled

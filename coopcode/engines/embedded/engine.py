@@ -35,8 +35,10 @@ the same seed then gives the same text whatever else is running, at the price of
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -167,15 +169,17 @@ class TransformersEngine(Engine):
             if self._adapters.get(name) == str(folder):
                 return
             try:
-                if self.peft is None:
-                    from peft import PeftModel
+                with quiet_peft():
+                    if self.peft is None:
+                        from peft import PeftModel
 
-                    self.peft = PeftModel.from_pretrained(self.base, str(folder), adapter_name=name)
-                    self.peft.eval()
-                else:
-                    if name in self._adapters:
-                        self.peft.delete_adapter(name)
-                    self.peft.load_adapter(str(folder), adapter_name=name)
+                        self.peft = PeftModel.from_pretrained(self.base, str(folder),
+                                                              adapter_name=name)
+                        self.peft.eval()
+                    else:
+                        if name in self._adapters:
+                            self.peft.delete_adapter(name)
+                        self.peft.load_adapter(str(folder), adapter_name=name)
             except (RuntimeError, ValueError, KeyError) as e:
                 msg = str(e).strip().splitlines()[0][:200] if str(e).strip() else type(e).__name__
                 if "size mismatch" in str(e) or "shape" in str(e):
@@ -386,3 +390,13 @@ class TransformersEngine(Engine):
         self.peft = None
         self.base = None  # type: ignore[assignment]
 
+
+@contextlib.contextmanager
+def quiet_peft() -> Iterator[None]:
+    """PEFT asks the base model `is_gradient_checkpointing`, which transformers 5 deprecates:
+    a FutureWarning on every adapter load that no user can act on (issue 42). Only that
+    warning is silenced."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*",
+                                category=FutureWarning)
+        yield
