@@ -237,3 +237,22 @@ def pattern_line(row: dict[str, Any]) -> str:
     shown = sorted(((v, k) for k, v in rates.items() if v), reverse=True)
     patterns = " · ".join(f"{k} {100 * v:.0f}%" for v, k in shown) or "no helper calls to classify"
     return " · ".join([*head, f"patterns: {patterns}"]) if head else patterns
+
+
+# The cooperation rates a bench summary row carries (coopcode.written.analysis), as read.
+COOPERATION_RATES = (
+    ("main_calls_helper_rate", "main calls the helper"),
+    ("uses_helper_rate", "uses its answer"),
+    ("own_work_rate", "does own work with it"),
+    ("shell_rate", "only wraps it"),
+    ("helper_solves_rate", "the helper alone solves the task"),
+)
+
+
+def cooperation_rates(row: dict[str, Any]) -> str:
+    """`main calls the helper 83% · uses its answer 80% · does own work with it 3% · ...`:
+    every rate summary.json has for a pair (empty for one agent)."""
+    if row.get("own_work_rate") is None and not row.get("cooperation"):
+        return ""
+    return " · ".join(f"{label} {100 * row[key]:.1f}%" for key, label in COOPERATION_RATES
+                      if isinstance(row.get(key), int | float))

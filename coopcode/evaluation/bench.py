@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 import platform
 import threading
 import time
@@ -361,3 +362,38 @@ def _adapter_label(helper_path: str | None, main_path: str | None) -> str:
     names = {Path(p).parent.name if Path(p).name in ("helper", "main") else Path(p).name
              for p in (helper_path, main_path) if p}
     return "+".join(sorted(names))
+
+
+def finished_summary(config: BenchConfig, problems: list[Problem], out: Path, *,
+                     model_fingerprint: str, helper_path: str | None, main_path: str | None,
+                     deterministic: bool = False) -> dict[str, Any] | None:
+    """The summary of the run in `out` when it is this very run and already complete, so
+    that rerunning a finished bench loads no model (issue 42: 22 s to do nothing); None
+    when anything is left to do or cannot be told without the engine (the run then goes the
+    usual way: it resumes, or refuses other settings)."""
+    meta_path, summary_path, samples_path = out / "meta.json", out / "summary.json", out / "samples.jsonl"
+    try:
+        meta = json.loads(meta_path.read_text())
+        summary = json.loads(summary_path.read_text())
+        if summary_path.stat().st_mtime < samples_path.stat().st_mtime:
+            return None  # samples written after the summary: a session that did not finish
+        lines = samples_path.read_text(encoding="utf-8").splitlines()
+        keys = {(r["scheme"], r["task_id"], int(r["sample"]))
+                for r in map(json.loads, filter(str.strip, lines))}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    identity = meta.get("identity", {}) if isinstance(meta, dict) else {}
+    wanted = {"model_fingerprint": model_fingerprint, "helper_adapter": helper_path,
+              "main_adapter": main_path, "temperature": config.temperature,
+              "top_p": config.top_p, "max_new_tokens": config.max_new_tokens,
+              "seed": config.seed, "turns": config.turns, "prompts": prompt_fingerprint()}
+    if any(identity.get(k) != v for k, v in wanted.items()):
+        return None
+    as_saved = json.loads(json.dumps(asdict(config), default=str))  # tuples read back as lists
+    if bool(identity.get("deterministic")) != deterministic or meta.get("config") != as_saved:
+        return None
+    todo = problems[: config.limit] if config.limit else problems
+    if any((s, p.task_id, i) not in keys for s in config.schemes for p in todo
+           for i in range(config.n)):
+        return None
+    return summary if isinstance(summary, dict) else None

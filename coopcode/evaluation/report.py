@@ -57,6 +57,22 @@ def interval_table(rows: list[dict[str, Any]], ks: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
+def cooperation_rate_table(rows: list[dict[str, Any]]) -> str:
+    """Method rows with the pair's cooperation rates summary.json holds (issue 42: the
+    report left them out); '' when no row is a pair."""
+    keys = ("main_calls_helper_rate", "uses_helper_rate", "own_work_rate", "shell_rate",
+            "helper_solves_rate")
+    rows = [r for r in rows if r.get("own_work_rate") is not None]
+    if not rows:
+        return ""
+    lines = ["| Method | main calls helper | uses its answer | own work | only wraps it | "
+             "helper alone solves |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [f"{100 * r[k]:.1f}%" if isinstance(r.get(k), int | float) else "—" for k in keys]
+        lines.append(f"| {r['method']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def pattern_table(rows: list[dict[str, Any]]) -> str:
     """Method rows, one column per cooperation pattern (share of samples)."""
     rows = [r for r in rows if r.get("cooperation")]
@@ -130,6 +146,13 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
     named = dict.fromkeys(r["reward"] for r in rows if r.get("reward") in REWARDS)
     if named:
         lines += ["", *(f"- `{name}`: {REWARDS[name].summary}." for name in named)]
+    rates = cooperation_rate_table(rows)
+    if rates:
+        lines += ["", "## Who did the work", "",
+                  "Shares of samples (`coopcode.written.analysis`): main calls the helper; uses "
+                  "its answer; does work of its own with it (from the syntax tree); only wraps "
+                  "it (uses it, no own work); the helper's code alone passes the tests (over "
+                  "the samples whose helper was run alone).", "", rates]
     patterns = pattern_table(rows)
     if patterns:
         lines += ["", "## Cooperation patterns", "",

@@ -320,7 +320,7 @@ def _cli_parameter(opt: Option, panel: str | None = None) -> inspect.Parameter:
     import typer
     from rich.markup import escape
 
-    _flags_show_no_type()
+    _plain_help()
     cli_type: Any = str if opt.kind is tuple else opt.kind
     default = opt.show(opt.default) if opt.kind is tuple and opt.default is not None else opt.default
     if opt.repeat:  # typer collects each --flag into a list
@@ -335,17 +335,31 @@ def _cli_parameter(opt: Option, panel: str | None = None) -> inspect.Parameter:
 
 
 @functools.cache
-def _flags_show_no_type() -> None:
-    """`--help` lists on/off flags with no value type: typer shows `<bool>` beside flags it
-    makes itself (`--help`), which take no value. Once, on typer's option class."""
-    from typer.core import TyperOption
+def _plain_help() -> None:
+    """`--help` without type noise (issue 42), patched once on typer's parameter classes:
+    on/off flags show no value type (typer printed `<bool>` beside flags it makes itself,
+    `--help`); an argument reads as its name in capitals, `PROBLEM` (typer printed
+    `{problem}` and `<str>`), `[NAME]` when it may be left out."""
+    from typer.core import TyperArgument, TyperOption
 
     shown = TyperOption.display_type_rich
 
-    def display_type_rich(self: Any, ctx: Any) -> str | None:
+    def option_type(self: Any, ctx: Any) -> str | None:
         return None if self.is_flag and self.metavar is None else shown(self, ctx)
 
-    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    def argument_name(self: Any) -> str:
+        return self.display_name_raw + ("..." if self.nargs != 1 else "")
+
+    def usage_name(self: Any) -> str:
+        name = argument_name(self)
+        return name if self.required else f"[{name}]"
+
+    TyperOption.display_type_rich = option_type  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
+    TyperArgument.display_name_raw = property(  # type: ignore[assignment,method-assign]
+        lambda self: self.metavar or self.name.upper())
+    TyperArgument._rich_display_name = argument_name  # type: ignore[method-assign]
+    TyperArgument._usage_display_name = usage_name  # type: ignore[method-assign]
 
 
 def metavar(opt: Option) -> str:
