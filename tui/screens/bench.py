@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -228,10 +229,13 @@ class BenchScreen(JobScreen):
                 priority=True),
         Binding("f8", "show_tab('tab-runs')", "Runs", id="bench.tab-runs", show=False,
                 priority=True),
+        Binding("f9", "samples", "Samples", id="bench.samples", priority=True),
     ]
     ACTION_HELP = {
         "show_tab('tab-live')": "The Live tab: the running bench's progress and scores",
         "show_tab('tab-runs')": "The Runs tab: earlier benches side by side, paired",
+        "samples": "One run sample by sample: helper, main, the program (who wrote each "
+                   "line) and the verdict (the run highlighted in Runs, else the latest)",
         "start": "Start a bench run (a child process; rerunning the same name resumes)",
         "stop": "Stop the bench (finished problems are kept)",
         "refresh": "Rescan runs/ for earlier benches",
@@ -381,6 +385,24 @@ class BenchScreen(JobScreen):
 
     def action_show_tab(self, pane: str) -> None:
         show_tab(self.query_one("#bench-tabs", TabbedContent), pane)
+
+    def action_samples(self) -> None:
+        """Drill down: the run highlighted in the Runs list, else this screen's last run."""
+        from tui.screens.samples import SamplesScreen
+
+        runs = self.query_one("#runs", TickList)
+        run: Path | None = None
+        if self.query_one("#bench-tabs", TabbedContent).active == "tab-runs" \
+                and runs.highlighted is not None:
+            run = Path(str(runs.get_option_at_index(runs.highlighted).value))
+        elif self.out_name and (Path("runs") / self.out_name).is_dir():
+            run = Path("runs") / self.out_name
+        elif self.runs:
+            run = next(iter(self.runs.values())).path  # the newest
+        if run is None:
+            self.notify("No bench run yet: Ctrl+R starts one.", severity="warning")
+            return
+        self.app.push_screen(SamplesScreen(run))
 
     @on(SelectionList.SelectedChanged, "#runs")
     def _compare(self) -> None:

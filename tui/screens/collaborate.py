@@ -26,6 +26,7 @@ from textual.widgets import (
     Label,
     OptionList,
     Select,
+    Static,
     TabbedContent,
     TabPane,
     TextArea,
@@ -52,6 +53,7 @@ from coopcode import (
 )
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.widgets.agent_pane import AgentPane, style_code
+from tui.widgets.marked_program import LEGEND, line_authors, marks_text
 from tui.widgets.nav import NavBar
 from tui.widgets.results import TestsTable, VerdictSummary
 from tui.widgets.tabs import show_tab
@@ -151,21 +153,47 @@ class CollaborateScreen(Screen[None]):
                 yield Lazy(Horizontal(AgentPane("helper", id="helper-pane"),
                                       AgentPane("main", id="main-pane"), id="panes"))
             with TabPane("F9 Program", id="tab-program"):
-                program = TextArea.code_editor("", id="program", soft_wrap=True)
+                # No soft wrap: the gutter beside it marks who wrote each line, line for line.
+                program = TextArea.code_editor("", id="program", soft_wrap=False)
                 program.border_title = "combined program · editable"
-                program.border_subtitle = "Esc leaves the editor"
+                program.border_subtitle = f"{LEGEND} · Esc leaves the editor"
+                marks = Static("", id="program-marks")
                 summary = VerdictSummary("[dim]Ctrl+R runs the agents[/]", id="summary")
                 # The summary scrolls rather than cut the verdict short.
                 box = VerticalScroll(summary, id="summary-box")
-                yield Lazy(Vertical(program, Horizontal(TestsTable(id="tests"), box,
-                                                        id="results"), id="program-pane"))
+                yield Lazy(Vertical(Horizontal(marks, program, id="program-row"),
+                                    Horizontal(TestsTable(id="tests"), box, id="results"),
+                                    id="program-pane"))
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.watch(self.app, "agents_state", self._agents_changed)
+        self.call_after_refresh(self._watch_program_scroll)
         self.set_interval(FLUSH_EVERY, self._flush_deltas)
         self.call_after_refresh(self._highlight_editors)
         self._load_problems()
+
+    def _watch_program_scroll(self) -> None:
+        editor = self.query("#program")
+        if editor:  # the Program tab mounts just after the first frame (Lazy)
+            self.watch(editor.first(), "scroll_y", lambda _y: self._show_marks(), init=False)
+        else:
+            self.set_timer(0.2, self._watch_program_scroll)
+
+    @on(TextArea.Changed, "#program")
+    def _show_marks(self) -> None:
+        """Who wrote each line of the program in view (the helper, main, the prompt, or
+        you in the editor), in the gutter, line for line with the editor's scroll."""
+        editor = self.query_one("#program", TextArea)
+        attempt = self.attempt
+        if attempt is None or not editor.text.strip():
+            self.query_one("#program-marks", Static).update("")
+            return
+        authors = line_authors(editor.text, attempt.helper_code, attempt.main_code,
+                               original=attempt.program)
+        first = int(editor.scroll_y)
+        self.query_one("#program-marks", Static).update(
+            marks_text(authors[first:first + editor.scrollable_content_region.height]))
 
     def _highlight_editors(self) -> None:
         # After the first frame: each highlight query takes ~0.1 s to compile.
@@ -526,6 +554,7 @@ class CollaborateScreen(Screen[None]):
             program = self.query_one("#program", TextArea)
             style_code(program)
             program.load_text(e.program)
+            self._show_marks()
             self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
             show_tab(self.query_one("#tabs", TabbedContent), "tab-program", "#program")
         elif isinstance(e, VerdictReady):
