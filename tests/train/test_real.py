@@ -46,6 +46,7 @@ def test_train_on_the_embedded_model_then_solve_with_the_adapters(tmp_path: Path
     assert result["attempts"][0]["outputs"][0]["adapter"] == "helper"
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
 def test_a_training_step_runs_on_cuda(tiny_model_dir: Path) -> None:
     from coopcode.engines.embedded.engine import TransformersEngine
