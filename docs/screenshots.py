@@ -2,8 +2,10 @@
 
     .venv/bin/python docs/screenshots.py
 
-Writes docs/collaborate.svg (the program and its tests), docs/collaborate-agents.svg (the two
-agents side by side) and, where `rsvg-convert` is installed, a PNG of each.
+Writes, at 120x34, docs/collaborate.svg (the program, each line marked by who wrote it, and
+its tests) and docs/collaborate-agents.svg (the two agents side by side); at 80x24,
+docs/collaborate-80x24.svg and docs/bench-80x24.svg (a committed run's samples, one opened);
+and, where `rsvg-convert` is installed, a PNG of each.
 """
 
 from __future__ import annotations
@@ -14,40 +16,89 @@ import subprocess
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
-SIZE = (110, 32)
+REPO = DOCS.parent
+LARGE, SMALL = (120, 34), (80, 24)
+# A bench run the repository keeps, for the Bench screenshot (its samples are real).
+RUN = REPO / "checkpoints" / "magrpo-credit-0.5b" / "validation" / "step-000060"
 
 
 async def render() -> list[Path]:
+    import os
+    import tempfile
+
     from sandbox import open_sandbox
+
+    written = []
+    with open_sandbox(backend="process") as sb, tempfile.TemporaryDirectory() as tmp:
+        for size, names in ((LARGE, ("collaborate.svg", "collaborate-agents.svg")),
+                            (SMALL, ("collaborate-80x24.svg", None))):
+            written += await collaborate(sb, size, *names)
+        # The Bench screenshot runs in a folder holding one committed run in runs/.
+        (Path(tmp) / "runs").mkdir()
+        (Path(tmp) / "runs" / "credit-step-60").symlink_to(RUN)
+        here = os.getcwd()
+        os.chdir(tmp)
+        try:
+            written.append(await bench(sb, SMALL, "bench-80x24.svg"))
+        finally:
+            os.chdir(here)
+    return written
+
+
+def make_app(sb: object, **kw: object) -> object:
     from tui.app import CoopApp
     from tui.demo import demo_engine
     from tui.session import AgentsSpec, Session
 
+    session = Session(AgentsSpec(sandbox="process"),
+                      engine_factory=lambda _m, _p: demo_engine(delay=0.0),
+                      sandbox_opener=lambda _b, _w: sb)
+    return CoopApp(session, **kw)  # type: ignore[arg-type]
+
+
+def steady(app: object) -> None:
+    for widget in app.screen.query("TextArea, Input"):  # type: ignore[attr-defined]
+        widget.cursor_blink = False
+    for pane in app.screen.query(".agent-pane"):  # type: ignore[attr-defined]
+        pane.started, pane.finished = 0.0, pane.tokens / 14.5  # the 0.5B model's rate
+        pane._refresh_title()
+
+
+async def collaborate(sb: object, size: tuple[int, int], name: str,
+                      agents_name: str | None) -> list[Path]:
+    app = make_app(sb, problem="HumanEval/0")
     written = []
-    with open_sandbox(backend="process") as sb:
-        session = Session(AgentsSpec(sandbox="process"),
-                          engine_factory=lambda _m, _p: demo_engine(delay=0.0),
-                          sandbox_opener=lambda _b, _w: sb)
-        app = CoopApp(session, problem="HumanEval/0")
-        async with app.run_test(size=SIZE) as pilot:
-            screen = app.screen
-            while not (app.agents_state == "ready" and screen.problem):
-                await pilot.pause(0.05)
-            await pilot.press("ctrl+r")
-            while screen.query_one("#tests").row_count == 0:
-                await pilot.pause(0.05)
-            for widget in screen.query("TextArea, Input"):
-                widget.cursor_blink = False
-            for pane in screen.query(".agent-pane"):
-                pane.started, pane.finished = 0.0, pane.tokens / 14.5  # the 0.5B model's rate
-                pane._refresh_title()
-            screen.query_one("#tests").focus()
-            await pilot.pause(0.2)
-            written.append(Path(app.save_screenshot("collaborate.svg", str(DOCS))))
-            screen.query_one("#tabs").active = "tab-agents"
-            await pilot.pause(0.2)
-            written.append(Path(app.save_screenshot("collaborate-agents.svg", str(DOCS))))
+    async with app.run_test(size=size) as pilot:  # type: ignore[attr-defined]
+        screen = app.screen  # type: ignore[attr-defined]
+        while not (app.agents_state == "ready" and screen.problem):  # type: ignore[attr-defined]
+            await pilot.pause(0.05)
+        await pilot.press("ctrl+r")
+        while screen.query_one("#tests").row_count == 0:
+            await pilot.pause(0.05)
+        steady(app)
+        screen.query_one("#tests").focus()
+        await pilot.pause(0.3)
+        written.append(Path(app.save_screenshot(name, str(DOCS))))  # type: ignore[attr-defined]
+        if agents_name:
+            await pilot.press("f8")
+            await pilot.pause(0.3)
+            written.append(Path(app.save_screenshot(agents_name, str(DOCS))))  # type: ignore[attr-defined]
     return written
+
+
+async def bench(sb: object, size: tuple[int, int], name: str) -> Path:
+    app = make_app(sb, mode="bench")
+    async with app.run_test(size=size) as pilot:  # type: ignore[attr-defined]
+        await pilot.press("f8")
+        runs = app.screen.query_one("#runs")  # type: ignore[attr-defined]
+        while runs.option_count == 0:
+            await pilot.pause(0.05)
+        runs.focus()
+        runs.highlighted = 0
+        await pilot.press("f9", "down", "down", "f9")  # a sample's program, lines marked
+        await pilot.pause(0.5)
+        steady(app)
+        return Path(app.save_screenshot(name, str(DOCS)))  # type: ignore[attr-defined]
 
 
 def to_png(svg: Path) -> Path:

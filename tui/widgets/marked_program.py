@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 
+from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.widgets import Static
@@ -63,7 +64,20 @@ class MarkedProgram(Static):
             mark, style = MARKS[author]
             out.append(mark, style=style)
             out.append(f" {i + 1:>{width}}  ", style="dim")
-            out.append_text(line)
+            out.append_text(_without_background(line))
             out.append("\n")
         out.rstrip()
         self.update(out)
+
+
+def _without_background(line: Text) -> Text:
+    """A highlighted line without the theme's background (it boxed each token)."""
+    plain = Text(line.plain, style=_fg(line.style))
+    for span in line.spans:
+        plain.stylize(_fg(span.style), span.start, span.end)
+    return plain
+
+
+def _fg(style: str | Style) -> Style:
+    parsed = Style.parse(style) if isinstance(style, str) else style
+    return Style(color=parsed.color, bold=parsed.bold, italic=parsed.italic)
