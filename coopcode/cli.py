@@ -12,14 +12,15 @@ import json
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.errors import UserError
+from coopcode.display.console import make_console
 from coopcode.engines.engine_config import EngineConfig
 from coopcode.evaluation.bench_config import BenchConfig, BenchRun
 from coopcode.evaluation.command_configs import CompareConfig, EvaluateConfig
@@ -29,6 +30,7 @@ from coopcode.settings.common import (
     AdapterChoice,
     EventsOutput,
     JsonOutput,
+    MainSees,
     ModelChoice,
     SandboxChoice,
 )
@@ -46,8 +48,29 @@ models_app = typer.Typer(help="The model catalog: list models, prepare the embed
                          no_args_is_help=True)
 app.add_typer(models_app, name="models")
 
-out = Console()
-err = Console(stderr=True)
+# On a pipe or a file: plain lines, never wrapped or padded (coopcode.display.console).
+out = make_console()
+err = make_console(stderr=True)
+
+
+# -- coopcode --version (issue 42) ---------------------------------------------------------
+
+def _version(value: bool) -> None:
+    if value:
+        from coopcode import __version__
+
+        print(f"coopcode {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main_options(
+    version: Annotated[bool, typer.Option("--version", help="Print the version and exit.",
+                                          callback=_version, is_eager=True)] = False,
+) -> None:
+    """Run, evaluate and train cooperating code LLMs (a helper and a main agent)."""
+
+# ------------------------------------------------------------------------------------------
 
 def _emitter(events: EventsOutput, render: Any) -> Any:
     from coopcode.core.events import JsonlWriter
@@ -58,6 +81,13 @@ def _emitter(events: EventsOutput, render: Any) -> Any:
 def _warn(message: str) -> None:
     message = message.removeprefix("warning: ")
     err.print(f"[yellow]warning:[/] {message}", highlight=False, soft_wrap=True)
+
+
+def _log_events(emit: Any) -> Any:
+    """A progress callback that emits each message as a log event (issue 42)."""
+    from coopcode.core.events import Log
+
+    return lambda message: emit(Log(message=message))
 
 
 def _progress(message: str) -> None:
@@ -77,6 +107,7 @@ def solve(
     model: ModelChoice,
     adapters: AdapterChoice,
     config: SolveConfig,
+    sees: MainSees,
     sandbox: SandboxChoice,
     as_json: JsonOutput,
     events: EventsOutput,
@@ -87,7 +118,8 @@ def solve(
     from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.display.render import LiveAgents, LogPrinter, print_solve
     from coopcode.engines.agents import open_agents
-    from coopcode.problems import load_humaneval, load_problem_file
+    from coopcode.problems import load_humaneval, load_problem_file, load_problems
+    from coopcode.schemes import check_problems_fit
 
     # Everything a user typed is checked before the model loads: bad input fails in
     # milliseconds (every config is validated already).
@@ -98,8 +130,16 @@ def solve(
         if not found:
             raise UserError(f"{problem}: no such HumanEval task (HumanEval/0 ... HumanEval/163)")
         prob = found[0]
+    elif problem.startswith("compose/") and not Path(problem).exists():
+        found = [p for p in load_problems("compose:all") if p.task_id == problem]
+        if not found:
+            raise UserError(f"{problem}: no such compose task (coopcode problems show compose "
+                            "lists them)")
+        prob = found[0]
     else:
         prob = load_problem_file(Path(problem))
+    config = replace(config, scheme=sees.scheme(config.scheme))
+    check_problems_fit([config.scheme], [prob])
     quiet = as_json.as_json or events.events is not None
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
@@ -129,6 +169,7 @@ def solve(
 @config_options
 def bench(
     config: BenchConfig,
+    sees: MainSees,
     model: ModelChoice,
     adapters: AdapterChoice,
     run: BenchRun,
@@ -141,42 +182,88 @@ def bench(
     from coopcode.core.inputs import check_output_folder
     from coopcode.core.run_lock import RunLock
     from coopcode.core.sandboxes import open_sandbox_for_cli
-    from coopcode.display.render import BenchProgress, LogPrinter, bench_table
+    from coopcode.display.render import BenchProgress, LogPrinter
     from coopcode.engines.agents import open_agents
     from coopcode.evaluation.bench import run_bench
     from coopcode.problems import load_problems
-    from coopcode.rewards import format_terms
+    from coopcode.schemes import check_problems_fit
 
     # Every config is validated: bad numbers and k > n failed in milliseconds, before anything loads.
     probs = load_problems(config.problems)
+    config = replace(config, schemes=tuple(dict.fromkeys(sees.scheme(s) for s in config.schemes)))
+    check_problems_fit(config.schemes, probs)
     folder = (Path(run.out) if run.out is not None else
               Path("runs") / _default_run_name(config, model.model, adapters.helper_adapter,
                                                adapters.main_adapter))
     check_output_folder(folder)
     RunLock.check_free(folder, "bench run")
+    summary_dict = _finished_bench(config, probs, folder, model.model, adapters, engine_config)
+    if summary_dict is not None:  # issue 42: a finished run is printed, no model loaded
+        err.print(f"[dim]{folder}: already complete, nothing to run (no model loaded)[/]")
+        _print_bench(summary_dict, folder, as_json.as_json, events.events is not None)
+        return
     quiet = as_json.as_json or events.events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
+    # issue 42: with --events, what loading says and each sample's tokens go out as events
+    # (a program following the bench, the TUI, shows them; the terminal view does not).
+    streaming = events.events is not None
     with open_agents(model.model, adapters.helper_adapter, adapters.main_adapter,
-                     progress=_progress, engine=engine_config.engine,
-                     **engine_config.kwargs()) as agents, \
+                     progress=_log_events(emit) if streaming else _progress,
+                     engine=engine_config.engine, **engine_config.kwargs()) as agents, \
             open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:
         try:
             summary = run_bench(config, probs, agents.engine, sb, folder,
                                 helper_adapter=agents.helper_adapter, main_adapter=agents.main_adapter,
-                                emit=emit, concurrency=run.concurrency)
+                                emit=emit, concurrency=run.concurrency, stream_tokens=streaming)
         finally:
             if isinstance(render, BenchProgress):
                 render.stop()
-    if as_json.as_json:
-        print(json.dumps(summary.to_dict(), default=str))
-    elif events.events is None:
-        out.print(bench_table(summary.to_dict()))
-        for row in summary.rows:  # the reward, as named (--reward) and term by term
-            out.print(f"{row['method']}: mean reward ({row['reward']}) {row['mean_reward']:.3f} = "
-                      f"{format_terms(row['reward_terms'], 3)}", highlight=False)
-        out.print(f"[dim]results: {folder}/samples.jsonl, report: {folder}/report.md, "
-                  f"wall time {summary.meta['wall_seconds'] / 60:.1f} min[/]")
+    _print_bench(summary.to_dict(), folder, as_json.as_json, events.events is not None)
+
+
+def _print_bench(summary: dict[str, Any], folder: Path, as_json: bool, events: bool) -> None:
+    """A bench's summary as text (or JSON): the table, each row's reward and, for a pair,
+    its cooperation rates (summary.json's: issue 42)."""
+    from coopcode.display.render import bench_table, cooperation_rates
+    from coopcode.rewards import format_terms
+
+    if as_json:
+        print(json.dumps(summary, default=str))
+        return
+    if events:
+        return
+    out.print(bench_table(summary))
+    for row in summary["rows"]:  # the reward, as named (--reward) and term by term
+        out.print(f"{row['method']}: mean reward ({row['reward']}) {row['mean_reward']:.3f} = "
+                  f"{format_terms(row['reward_terms'], 3)}", highlight=False)
+        rates = cooperation_rates(row)
+        if rates:
+            out.print(f"{row['method']}: {rates}", highlight=False)
+    wall = summary.get("meta", {}).get("wall_seconds")
+    out.print(f"[dim]results: {folder}/samples.jsonl, report: {folder}/report.md"
+              + (f", wall time {wall / 60:.1f} min" if isinstance(wall, int | float) else "")
+              + "[/]")
+
+
+def _finished_bench(config: BenchConfig, probs: list[Any], folder: Path, model: str | None,
+                    adapters: AdapterChoice, engine_config: EngineConfig) -> dict[str, Any] | None:
+    """The summary of `folder` when it holds this very bench, complete (else None)."""
+    from coopcode.engines.agents import resolve_adapter_path
+    from coopcode.engines.registry import engine_kind
+    from coopcode.evaluation.bench import finished_summary
+    from coopcode.models import resolve_model
+
+    if engine_kind(engine_config.engine).served or not (folder / "summary.json").exists():
+        return None  # a served model's identity is the server's: ask it, the usual way
+    try:
+        fingerprint = resolve_model(model).fingerprint  # a hash, not a model load
+    except UserError:
+        return None  # the usual path says what is wrong with it
+    return finished_summary(config, probs, folder, model_fingerprint=fingerprint,
+                            helper_path=resolve_adapter_path(adapters.helper_adapter, "helper"),
+                            main_path=resolve_adapter_path(adapters.main_adapter, "main"),
+                            deterministic=bool(engine_config.deterministic))
 
 
 def _default_run_name(config: Any, model: str | None, helper: str | None, main: str | None) -> str:
@@ -417,8 +504,9 @@ def models_pull(name: Annotated[str, typer.Argument(help="A catalog name.")] = "
     out.print(f"{name}: ready in {path}")
 
 
+
 def _mount_optional() -> None:
-    """Commands that live beside their parts: the sandbox, training and the TUI.
+    """Commands that live beside their parts: the sandbox, problems, training and the TUI.
 
     Each part exposes `register(app)` (or a sub-app); importing it must stay cheap (heavy
     imports happen inside the commands) so `coopcode --help` stays fast.
@@ -431,7 +519,7 @@ def _mount_optional() -> None:
         pass
     else:
         app.add_typer(sandbox_app, name="sandbox", help="The sandbox: build the image, status, run a file.")
-    for module in ("coopcode.training.cli", "tui.cli"):
+    for module in ("coopcode.problems.cli", "coopcode.training.cli", "tui.cli"):
         try:
             part = importlib.import_module(module)
         except ModuleNotFoundError as e:

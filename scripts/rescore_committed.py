@@ -43,9 +43,11 @@ def bench_folders() -> list[Path]:
 
 def follow_metrics(folder: Path) -> list[str]:
     """A validation bench (RUN/validation/step-N): its run's metrics record for step N."""
+    if folder.parent.name != "validation" or not folder.name.startswith("step-"):
+        return []
     run, step = folder.parent.parent, int(folder.name.split("-")[1])
     metrics = run / "metrics.jsonl"
-    if folder.parent.name != "validation" or not metrics.exists():
+    if not metrics.exists():
         return []
     (row,) = summarize_folder(folder).rows
     figures = {"val/pass@1": row["pass@1"], "val/own_work": row["own_work_rate"],

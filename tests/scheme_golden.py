@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "fixtures" / "scheme_golden.json"
 EXAMPLES = REPO / "examples"
 
+PLAN = 'def aux(ops: list) -> list:\n    """The running sums of ops."""\n    ...\n'
 HELPER = "def aux(ops):\n    total = 0\n    out = []\n    for o in ops:\n        total += o\n        out.append(total)\n    return out\n"
 RIGHT = "    return any(b < 0 for b in aux(operations))\n"
 WRONG = "    return all(b < 0 for b in aux(operations))\n"
@@ -32,6 +33,8 @@ def script(prompt: str, adapter: str | None, index: int, seed: int) -> str:
     mark = f"    # seed {seed} adapter {adapter} index {index}\n"
     if "You are the helper" in prompt or "Revise your helper" in prompt:
         full = HELPER + mark
+    elif "specify ONE helper function" in prompt:  # plan: main writes aux's contract
+        full = PLAN
     elif prefill.startswith("def ") and prefill.rstrip().endswith(":"):
         full = prefill + (RIGHT if seed % 3 else WRONG) + mark
     else:
@@ -59,12 +62,26 @@ def _attempt(d: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def solve_attempts(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
-    from coopcode.collaboration.solve import SolveConfig, solve
-    from coopcode.problems import load_problem_file
-    from coopcode.schemes import SCHEMES
+def contract_problem() -> Any:
+    """below_zero with a contract for aux (the running sums), for the `contract` schemes."""
+    from dataclasses import replace
+
+    from coopcode.problems import Contract, load_problem_file
 
     problem = load_problem_file(EXAMPLES / "below_zero.py")
+    contract = Contract(signature="def aux(ops: list) -> list:",
+                        docstring="The running sums of ops: aux([1, -2]) == [1, -1].",
+                        tests="def check(candidate):\n    assert candidate([1, -2]) == [1, -1]\n",
+                        solution="    out, total = [], 0\n    for o in ops:\n        total += o\n"
+                                 "        out.append(total)\n    return out\n")
+    return replace(problem, contract=contract)
+
+
+def solve_attempts(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
+    from coopcode.collaboration.solve import SolveConfig, solve
+    from coopcode.schemes import SCHEMES
+
+    problem = contract_problem()  # the other schemes never look at its contract
     out = {}
     for scheme in SCHEMES:
         for turns in (1, 2):
@@ -78,13 +95,14 @@ def solve_attempts(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
 def bench_records(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
     from coopcode.evaluation.bench import BenchConfig, run_bench
     from coopcode.problems import load_problems
-    from coopcode.schemes import SCHEMES
+    from coopcode.schemes import SCHEMES, get_scheme
 
     problems = load_problems(str(EXAMPLES))
     out = {}
+    schemes = tuple(s for s in SCHEMES if get_scheme(s).contract_source != "problem")
     for turns in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
-            cfg = BenchConfig(problems="examples", schemes=SCHEMES, ks=(1,), n=2, turns=turns, seed=5)
+            cfg = BenchConfig(problems="examples", schemes=schemes, ks=(1,), n=2, turns=turns, seed=5)
             run_bench(cfg, problems, engine_factory(), sandbox, Path(tmp))
             records = [json.loads(x) for x in (Path(tmp) / "samples.jsonl").read_text().splitlines()]
         records.sort(key=lambda r: (r["scheme"], r["task_id"], r["sample"]))
@@ -101,8 +119,11 @@ def rollout_trees(engine_factory: Any, sandbox: Any) -> dict[str, Any]:
     problems = load_problems(str(EXAMPLES))[:2]
     out = {}
     combos = [("grpo", "sequential", "aligned")] + [
-        ("magrpo", s, j) for s in ("sequential", "parallel") for j in ("aligned", "cross")]
+        ("magrpo", s, j) for s in ("sequential", "parallel", "plan", "contract")
+        for j in ("aligned", "cross")]
     for algo, scheme, joint in combos:
+        if scheme == "contract":
+            problems = [contract_problem()]
         for turns in (1, 2):
             cfg = TrainConfig(algo=algo, scheme=scheme, joint=joint, group_size=2, turns=turns,
                               seed=7)

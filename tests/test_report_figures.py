@@ -45,7 +45,7 @@ def test_summary_keeps_per_problem_estimates_and_their_interval(bench_out: Path)
     assert single["cooperation"] == {}  # no helper, nothing to classify
     records = [json.loads(line) for line in (bench_out / "samples.jsonl").read_text().splitlines()]
     pair = next(r for r in records if r["scheme"] != "single")
-    assert set(pair["cooperation"]) == {"patterns", "own_work", "helper_solves"}
+    assert set(pair["cooperation"]) == {"patterns", "own_work", "helper_solves", "both_needed"}
     assert isinstance(pair["cooperation"]["helper_solves"], bool) and "main_calls_helper" in pair
     assert next(r for r in records if r["scheme"] == "single")["cooperation"] is None
     # the headline rates, recomputed from the records

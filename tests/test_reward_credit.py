@@ -78,7 +78,8 @@ def test_evaluate_with_credit_writes_reward_and_cooperation(tmp_path: Path) -> N
     assert [r["reward"]["total"] for r in rows] == [1.2, 1.45, 1.2]
     assert [r["cooperation"]["own_work"] for r in rows] == [False, True, False]
     assert [r["cooperation"]["helper_solves"] for r in rows] == [True, False, True]
-    assert all(set(r["cooperation"]) == {"patterns", "own_work", "helper_solves"} for r in rows)
+    assert all(set(r["cooperation"]) == {"patterns", "own_work", "helper_solves", "both_needed"}
+               for r in rows)
     result = json.loads(done.stdout)
     assert result["own_work_rate"] == pytest.approx(1 / 3, abs=1e-4)
     assert result["helper_solves_rate"] == pytest.approx(2 / 3, abs=1e-4)

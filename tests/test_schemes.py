@@ -164,7 +164,8 @@ def test_base_models_get_completion_prompts() -> None:
 def test_unknown_scheme() -> None:
     with pytest.raises(UserError, match="unknown scheme 'quartet'"):
         get_scheme("quartet")
-    assert SCHEMES == ("single", "sequential", "parallel", "concat", "discussion")
+    assert SCHEMES == ("single", "sequential", "parallel", "concat", "discussion", "contract",
+                       "contract+code", "plan", "plan+code")
 
 
 def test_a_scheme_is_asked_what_it_is_and_one_that_says_the_impossible_is_refused() -> None:
@@ -178,10 +179,12 @@ def test_a_scheme_is_asked_what_it_is_and_one_that_says_the_impossible_is_refuse
         trainable_scheme_names,
     )
 
-    assert trainable_scheme_names() == ("sequential", "parallel")
+    assert trainable_scheme_names() == ("sequential", "parallel", "contract", "contract+code",
+                                        "plan", "plan+code")
     assert get_scheme("sequential").main_sees_helper and not get_scheme("parallel").main_sees_helper
-    assert [adapter_of(r) for r in ("helper", "main", "single")] == ["helper", "main", "main"]
-    assert per_role("h", "m") == {"helper": "h", "main": "m", "single": "m"}
+    assert [adapter_of(r) for r in ("helper", "main", "single", "planner")] == \
+        ["helper", "main", "main", "main"]
+    assert per_role("h", "m") == {"helper": "h", "main": "m", "single": "m", "planner": "m"}
     assert main_role(("helper", "single")) == "single" and main_role(("main",)) == "main"
 
     class Lonely(Scheme):

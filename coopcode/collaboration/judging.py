@@ -2,11 +2,16 @@
 
 `solve`, `bench`, `evaluate` and training's rollouts all judge a finished sample here:
 1. `sample_jobs(written, timeout)`: the sandbox jobs: the combined program against the
-   problem's hidden tests, then (for a scheme with a helper) the helper's code alone, each
-   candidate function standing in for the entry point (`coopcode.collaboration.helper_alone`).
+   problem's hidden tests, then, for a scheme with a helper, each agent judged on its own
+   (`JobPlan`): the helper's code alone, each candidate function standing in for the entry
+   point (`coopcode.collaboration.helper_alone`); the helper's aux against its contract's
+   own tests; main with the contract's reference aux in place of the helper's; main with
+   the helper's functions replaced by stubs that raise (where they apply).
 2. `judgement(written, verdicts, reward)`: the program's verdict, the pair's cooperation
    (`coopcode.written.analysis`: own work from the syntax tree, `helper_solves` from
-   the helper-alone verdicts), and the reward of all that.
+   the helper-alone verdicts, `both_needed` from the pair, the helper alone and main
+   alone), each agent's checks (`coopcode.written.checks`), and the reward of all that
+   (and, for a reward that pays each agent its own, each agent's reward).
 `judge_all` does both for many samples with one batch of sandbox jobs. So a sample gets the
 same verdict, cooperation and reward whichever job produced it.
 """
@@ -14,56 +19,157 @@ same verdict, cooperation and reward whichever job produced it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from coopcode.collaboration.helper_alone import helper_alone_jobs, helper_solves
-from coopcode.problems import Problem
+from coopcode.problems import Contract, Problem
 from coopcode.rewards import Reward, RewardBreakdown, RewardInput, resolve_reward
 from coopcode.schemes import has_helper
 from coopcode.written.analysis import NO_HELPER, Cooperation, analyse_cooperation
+from coopcode.written.checks import NOT_CHECKED, AgentChecks
+from coopcode.written.code import prompt_context, syntax_check
+from coopcode.written.cooperation import parse_or_none, top_functions
 from sandbox import Job, Sandbox, Verdict
+
+STUB_BODY = "    raise NotImplementedError('the helper was replaced by a stub')\n"
 
 
 @dataclass(frozen=True)
 class Written:
-    """What one sample's agents wrote, ready to be judged."""
+    """What one sample's agents wrote, ready to be judged. `contract` is the contract the
+    helper implemented (the problem's under the `contract` scheme, main's own under `plan`;
+    None where the helper wrote what it chose)."""
 
     problem: Problem
     scheme: str
     main_code: str
     helper_code: str = ""
     program: str = ""  # the combined program the sandbox runs
+    contract: Contract | None = None
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """A sample's verdict on the hidden tests, how the pair cooperated, and its reward."""
+    """A sample's verdict on the hidden tests, how the pair cooperated, each agent's checks,
+    and its reward (and each agent's, for a reward that pays each its own)."""
 
     verdict: Verdict
     cooperation: Cooperation
     reward: RewardBreakdown
     reward_name: str
+    checks: AgentChecks = NOT_CHECKED
+    agent_rewards: dict[str, float] = field(default_factory=dict)
 
 
 def _pair(written: Written) -> bool:
     return has_helper(written.scheme) and bool(written.helper_code.strip())
 
 
-def sample_jobs(written: Written, timeout: float) -> list[Job]:
-    """The hidden-test job of the program, then the helper-alone jobs (pairs only)."""
+def _context(written: Written) -> str:
+    """What the problem gives every program (imports, given functions), and the contract's
+    imports (the helper's signature may need them)."""
+    parts = [prompt_context(written.problem.prompt, written.problem.entry_point)]
+    if written.contract is not None and written.contract.imports.strip():
+        parts.insert(0, written.contract.imports)
+    return "\n\n\n".join(p.strip("\n") for p in parts if p.strip())
+
+
+def _program(*parts: str) -> str:
+    return "\n\n\n".join(p.strip("\n") for p in parts if p and p.strip()) + "\n"
+
+
+def stub_names(written: Written) -> list[str]:
+    """The helper's functions that a stub replaces: its top-level functions, and the
+    contract's function (aux) whatever the helper wrote; none that main defines itself."""
+    names = _functions(written.helper_code)
+    aux = written.contract.entry_point if written.contract is not None else "aux"
+    if aux not in names:
+        names.append(aux)
+    own = _functions(written.main_code)
+    return [n for n in names if n not in own and n != written.problem.entry_point]
+
+
+def _functions(code: str) -> list[str]:
+    module = parse_or_none(code)
+    return list(top_functions(module)) if module is not None else []
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """A sample's sandbox jobs, in order: the program, then (a pair) the helper alone
+    (`alone` jobs), aux's contract tests, main with the reference aux, main with stubs."""
+
+    jobs: list[Job]
+    alone: int = 0
+    contract: bool = False
+    reference: bool = False
+    stub: bool = False
+
+
+def plan_jobs(written: Written, timeout: float) -> JobPlan:
     p = written.problem
     jobs = [Job(program=written.program, tests=p.tests, entry_point=p.entry_point, timeout=timeout)]
-    if _pair(written):
-        jobs += helper_alone_jobs(p, written.helper_code, timeout)
-    return jobs
+    if not _pair(written):
+        return JobPlan(jobs)
+    alone = helper_alone_jobs(p, written.helper_code, timeout)
+    jobs += alone
+    context, contract = _context(written), written.contract
+    has_tests = contract is not None and bool(contract.tests.strip())
+    if contract is not None and has_tests:
+        jobs.append(Job(program=_program(context, written.helper_code), tests=contract.tests,
+                        entry_point=contract.entry_point, timeout=timeout))
+    reference = contract.program if contract is not None else None
+    if reference is not None:
+        jobs.append(Job(program=_program(context, reference, written.main_code), tests=p.tests,
+                        entry_point=p.entry_point, timeout=timeout))
+    stubs = "\n\n\n".join(f"def {name}(*args, **kwargs):\n{STUB_BODY}"
+                           for name in stub_names(written))
+    jobs.append(Job(program=_program(context, stubs, written.main_code), tests=p.tests,
+                    entry_point=p.entry_point, timeout=timeout))
+    return JobPlan(jobs, len(alone), has_tests, reference is not None, True)
 
 
-def reward_input(written: Written, verdict: Verdict, cooperation: Cooperation) -> RewardInput:
+def sample_jobs(written: Written, timeout: float) -> list[Job]:
+    """The hidden-test job of the program, then (pairs) each agent judged on its own."""
+    return plan_jobs(written, timeout).jobs
+
+
+def _parses(code: str) -> bool:
+    return syntax_check(code)[0]
+
+
+def agent_checks(written: Written, plan: JobPlan, verdicts: Sequence[Verdict]) -> AgentChecks:
+    """What the jobs after the helper-alone ones found (see `coopcode.written.checks`)."""
+    if not has_helper(written.scheme):
+        return AgentChecks(main_parses=_parses(written.main_code))
+    at = 1 + plan.alone
+    contract = reference = None
+    if plan.contract:
+        contract, at = round(verdicts[at].pass_fraction, 6), at + 1
+    if plan.reference:
+        reference, at = round(verdicts[at].pass_fraction, 6), at + 1
+    # No helper code at all: main is alone already.
+    stub = verdicts[at].passed if plan.stub else verdicts[0].passed
+    return AgentChecks(helper_parses=_parses(written.helper_code),
+                       main_parses=_parses(written.main_code), helper_contract=contract,
+                       main_with_reference=reference, main_with_stub=stub)
+
+
+def reward_input(written: Written, verdict: Verdict, cooperation: Cooperation,
+                 checks: AgentChecks = NOT_CHECKED) -> RewardInput:
     p = written.problem
     return RewardInput(verdict=verdict, main_code=written.main_code,
                        helper_code=written.helper_code, program=written.program,
                        entry_point=p.entry_point, scheme=written.scheme, task_id=p.task_id,
-                       analysis=cooperation)
+                       analysis=cooperation, checks=checks)
+
+
+def both_needed(passed: bool, cooperation: Cooperation, checks: AgentChecks) -> bool | None:
+    """A passing pair sample where the helper's code alone (as the entry point) fails and
+    main with the helper replaced by a stub also fails. None: failed, or not measured."""
+    if not passed or cooperation.helper_solves is None or checks.main_with_stub is None:
+        return None
+    return cooperation.helper_solves is False and checks.main_with_stub is False
 
 
 def judgement(written: Written, verdicts: Sequence[Verdict],
@@ -72,13 +178,17 @@ def judgement(written: Written, verdicts: Sequence[Verdict],
     None: the seed paper's reward for its scheme)."""
     fn = reward if isinstance(reward, Reward) else resolve_reward(reward, written.scheme)
     verdict = verdicts[0]
+    plan = plan_jobs(written, 0.0)
+    checks = agent_checks(written, plan, verdicts)
     if has_helper(written.scheme):
         cooperation = analyse_cooperation(
             written.helper_code, written.main_code, written.problem.entry_point,
-            helper_solves(verdicts[1:]) if _pair(written) else False)
+            helper_solves(verdicts[1:1 + plan.alone]) if _pair(written) else False)
+        cooperation = replace(cooperation, both_needed=both_needed(verdict.passed, cooperation, checks))
     else:
         cooperation = NO_HELPER
-    return Judgement(verdict, cooperation, fn(reward_input(written, verdict, cooperation)), fn.name)
+    inp = reward_input(written, verdict, cooperation, checks)
+    return Judgement(verdict, cooperation, fn(inp), fn.name, checks, fn.agents(inp))
 
 
 def judge_all(items: Sequence[Written], sandbox: Sandbox, reward: Reward | str | None = None,

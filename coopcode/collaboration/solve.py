@@ -26,7 +26,7 @@ from coopcode.core.events import (
 from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.rewards import Reward, resolve_reward
-from coopcode.schemes import PromptBook, SampleState, get_scheme
+from coopcode.schemes import PromptBook, SampleState, get_scheme, scheme_contract
 from coopcode.written.attempts import Attempt
 from coopcode.written.code import Program, syntax_check
 from sandbox import Job, Sandbox, Verdict
@@ -73,7 +73,8 @@ class SolveResult:
 def written(problem: Problem, attempt: Attempt) -> Written:
     """What an attempt's agents wrote, for the judging path."""
     return Written(problem, attempt.scheme, attempt.main_code, attempt.helper_code,
-                   attempt.program.text if attempt.program else "")
+                   attempt.program.text if attempt.program else "",
+                   scheme_contract(problem, attempt.scheme, attempt.contract))
 
 
 def final_jobs(problem: Problem, attempt: Attempt, timeout: float) -> list[Job]:
@@ -88,6 +89,7 @@ def score(attempt: Attempt, verdicts: list[Verdict], problem: Problem,
     found = judgement(written(problem, attempt), verdicts, reward)
     attempt.verdict, attempt.cooperation = found.verdict, found.cooperation
     attempt.reward, attempt.reward_name = found.reward, found.reward_name
+    attempt.checks = found.checks
 
 
 def _judged(problem: Problem, attempt: Attempt, verdicts: list[Verdict], reward: str | None,

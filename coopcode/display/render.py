@@ -233,6 +233,8 @@ def pattern_line(row: dict[str, Any]) -> str:
         head.append(f"own work {100 * row['own_work_rate']:.0f}%")
     if row.get("helper_solves_rate") is not None:
         head.append(f"helper alone solves {100 * row['helper_solves_rate']:.0f}%")
+    if row.get("both_needed_rate") is not None:
+        head.append(f"both needed {100 * row['both_needed_rate']:.0f}% of passing")
     rates = row.get("cooperation") or {}
     shown = sorted(((v, k) for k, v in rates.items() if v), reverse=True)
     patterns = " · ".join(f"{k} {100 * v:.0f}%" for v, k in shown) or "no helper calls to classify"
@@ -246,6 +248,7 @@ COOPERATION_RATES = (
     ("own_work_rate", "does own work with it"),
     ("shell_rate", "only wraps it"),
     ("helper_solves_rate", "the helper alone solves the task"),
+    ("both_needed_rate", "both needed (of passing samples)"),
 )
 
 

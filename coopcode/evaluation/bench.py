@@ -51,15 +51,27 @@ from coopcode.evaluation.report import write_report
 from coopcode.evaluation.results import ResultsStore
 from coopcode.problems import Problem
 from coopcode.rewards import record_reward, resolve_reward
-from coopcode.schemes import SampleState, get_scheme, has_helper, prompts
+from coopcode.schemes import (
+    SampleState,
+    contract_prompts,
+    get_scheme,
+    has_helper,
+    prompts,
+    scheme_names,
+)
 from coopcode.written.analysis import cooperation_of, cooperation_rates
 from coopcode.written.cooperation import pattern_rates
 from sandbox import Job, Sandbox, Verdict
 
 
-def prompt_fingerprint() -> str:
-    """A hash of the prompt templates: results made with other prompts are other results."""
-    return hashlib.sha256(inspect.getsource(prompts).encode()).hexdigest()[:16]
+def prompt_fingerprint(schemes: tuple[str, ...] | list[str] = ()) -> str:
+    """A hash of the prompt templates the run's schemes use: results made with other prompts
+    are other results. The contract and plan schemes' prompts (`contract_prompts`) count only
+    for runs that use them, so runs of the other schemes keep their fingerprint."""
+    source = inspect.getsource(prompts)
+    if any(get_scheme(s).contract_source for s in schemes if s in scheme_names()):
+        source += inspect.getsource(contract_prompts)
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 def versions() -> dict[str, str]:
@@ -84,8 +96,9 @@ class BenchSummary:
     estimates, so anyone can recompute), `cooperation` (the share of samples carrying each
     cooperation pattern, `coopcode.written.cooperation`; empty for the single agent) and
     the headline cooperation rates `own_work_rate`, `helper_solves_rate` (over the samples
-    whose helper was run alone), `uses_helper_rate` and `shell_rate`
-    (`coopcode.written.analysis`; None for one agent).
+    whose helper was run alone), `uses_helper_rate`, `shell_rate` and `both_needed_rate`
+    (over the passing samples where it was measured: the pair passes, the helper alone and
+    main with a stub helper both fail) (`coopcode.written.analysis`; None for one agent).
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -155,7 +168,7 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
         # The headline: does main do work of its own with the helper's answer, does the
         # helper alone solve the task (coopcode.written.analysis); None for one agent.
         rates = cooperation_rates(found)
-        for name in ("own_work", "helper_solves", "uses_helper", "shell"):
+        for name in ("own_work", "helper_solves", "uses_helper", "shell", "both_needed"):
             row[f"{name}_rate"] = rates[name]
         row["per_problem"] = per_problem
         rows.append(row)
@@ -226,7 +239,7 @@ def _pin_meta(store: ResultsStore, config: BenchConfig, problems: list[Problem],
         "max_new_tokens": config.max_new_tokens,
         "seed": config.seed,
         "turns": config.turns,
-        "prompts": prompt_fingerprint(),
+        "prompts": prompt_fingerprint(config.schemes),
     }
     if engine.deterministic:  # only when set, so runs made before the option still resume
         identity["deterministic"] = True
@@ -386,7 +399,8 @@ def finished_summary(config: BenchConfig, problems: list[Problem], out: Path, *,
     wanted = {"model_fingerprint": model_fingerprint, "helper_adapter": helper_path,
               "main_adapter": main_path, "temperature": config.temperature,
               "top_p": config.top_p, "max_new_tokens": config.max_new_tokens,
-              "seed": config.seed, "turns": config.turns, "prompts": prompt_fingerprint()}
+              "seed": config.seed, "turns": config.turns,
+              "prompts": prompt_fingerprint(config.schemes)}
     if any(identity.get(k) != v for k, v in wanted.items()):
         return None
     as_saved = json.loads(json.dumps(asdict(config), default=str))  # tuples read back as lists

@@ -32,7 +32,7 @@ from coopcode.core.inputs import read_jsonl
 from coopcode.evaluation.at_k import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
 from coopcode.rewards import resolve_reward
-from coopcode.schemes import has_helper, scheme_names
+from coopcode.schemes import has_helper, scheme_contract, scheme_names
 from coopcode.written.analysis import cooperation_rates
 from coopcode.written.code import combine
 from sandbox import Sandbox
@@ -53,6 +53,7 @@ class EvalSample:
     main_code: str
     helper_code: str = ""
     sample: int | None = None  # a bench line's sample index
+    contract: str = ""  # a bench line's contract (the `contract` and `plan` schemes)
 
 
 @dataclass
@@ -97,7 +98,8 @@ def _sample(line: dict[str, Any], kind: str, problem: Problem) -> EvalSample:
         return EvalSample(problem.task_id, kind, "sequential", program, line["main"], line["helper"])
     sample = line.get("sample")
     return EvalSample(problem.task_id, kind, line["scheme"], line["program"], line["main_code"],
-                      line["helper_code"], sample if isinstance(sample, int) else None)
+                      line["helper_code"], sample if isinstance(sample, int) else None,
+                      str(line.get("contract") or ""))
 
 
 def read_samples(path: Path, problems: dict[str, Problem],
@@ -153,7 +155,8 @@ def score_samples(
     """Run each checked sample (from `read_samples`) against its problem's tests and score
     it under `reward` (None: the seed paper's reward for the sample's scheme)."""
     by_id = {p.task_id: p for p in problems}
-    written = [Written(by_id[s.task_id], s.scheme, s.main_code, s.helper_code, s.program)
+    written = [Written(by_id[s.task_id], s.scheme, s.main_code, s.helper_code, s.program,
+                       scheme_contract(by_id[s.task_id], s.scheme, s.contract))
                for s in samples]
     per_sample = [sample_jobs(w, timeout) for w in written]
     jobs = [job for js in per_sample for job in js]
@@ -185,7 +188,7 @@ def score_samples(
         row = {"task_id": s.task_id, "passed": v.passed, "result": v.status,
                "reward": breakdown.to_dict(), "reward_name": j.reward_name,
                "cooperation": j.cooperation.to_record() if has_helper(s.scheme) else None,
-               "verdict": v.to_dict()}
+               "agents": j.checks.to_record(), "verdict": v.to_dict()}
         if s.kind == "bench":
             row = {"scheme": s.scheme, **({"sample": s.sample} if s.sample is not None else {}), **row}
         rows.append(row)

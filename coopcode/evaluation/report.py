@@ -61,12 +61,12 @@ def cooperation_rate_table(rows: list[dict[str, Any]]) -> str:
     """Method rows with the pair's cooperation rates summary.json holds (issue 42: the
     report left them out); '' when no row is a pair."""
     keys = ("main_calls_helper_rate", "uses_helper_rate", "own_work_rate", "shell_rate",
-            "helper_solves_rate")
+            "helper_solves_rate", "both_needed_rate")
     rows = [r for r in rows if r.get("own_work_rate") is not None]
     if not rows:
         return ""
     lines = ["| Method | main calls helper | uses its answer | own work | only wraps it | "
-             "helper alone solves |", "|---|---|---|---|---|---|"]
+             "helper alone solves | both needed (of passing) |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         cells = [f"{100 * r[k]:.1f}%" if isinstance(r.get(k), int | float) else "—" for k in keys]
         lines.append(f"| {r['method']} | " + " | ".join(cells) + " |")

@@ -22,6 +22,7 @@ from coopcode.collaboration.judging import Judgement, Written, judge_all
 from coopcode.core.errors import UserError
 from coopcode.evaluation.compare import samples_file, summarize_folder
 from coopcode.problems import Problem, load_problems
+from coopcode.schemes import scheme_contract
 from coopcode.written.analysis import NO_HELPER
 from sandbox import Sandbox
 
@@ -58,7 +59,16 @@ def judged_fields(j: Judgement) -> dict[str, Any]:
     v = j.verdict
     return {"verdict": v.to_dict(), "passed": v.passed, "pass_fraction": v.pass_fraction,
             "reward": j.reward.to_dict(), "reward_name": j.reward_name,
-            "cooperation": None if j.cooperation is NO_HELPER else j.cooperation.to_record()}
+            "cooperation": None if j.cooperation is NO_HELPER else j.cooperation.to_record(),
+            "agents": j.checks.to_record()}
+
+
+def _moved(old: Any, new: Any) -> bool:
+    """A recorded cooperation that the new one contradicts (fields measured since it was
+    recorded, such as `both_needed`, are additions, not changes)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return bool(old != new)
+    return any(new.get(k) != v for k, v in old.items())
 
 
 def _read(path: Path) -> list[dict[str, Any]]:
@@ -106,7 +116,9 @@ def rescore_run(folder: Path, sandbox: Sandbox, *, problems: list[Problem] | Non
                         f"{config.get('problems')}: pass the problems with --problems")
     before = _pass_at(folder)
     written = [Written(by_id[r["task_id"]], r["scheme"], r.get("main_code", ""),
-                       r.get("helper_code", ""), r.get("program", "")) for r in records]
+                       r.get("helper_code", ""), r.get("program", ""),
+                       scheme_contract(by_id[r["task_id"]], r["scheme"], r.get("contract") or ""))
+               for r in records]
     rewards = [r.get("reward_name") or None for r in records]
     timeout = float(config.get("timeout") or 5.0)
     for reward in dict.fromkeys(rewards):  # one batch of sandbox jobs per reward
@@ -123,7 +135,7 @@ def rescore_run(folder: Path, sandbox: Sandbox, *, problems: list[Problem] | Non
                 f"{failing['error_type'] or failing['status']}: {failing['message']}" if failing else "")
             result.changes.append(Change(r["scheme"], r["task_id"], int(r["sample"]), old_status,
                                          new["verdict"]["status"], str(why)[:160]))
-        elif r.get("reward") != new["reward"] or r.get("cooperation") != new["cooperation"]:
+        elif r.get("reward") != new["reward"] or _moved(r.get("cooperation"), new["cooperation"]):
             result.other_changes += 1
         r.update(new)
     _write(path, records)

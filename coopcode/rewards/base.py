@@ -24,6 +24,7 @@ from coopcode.written.analysis import (
     analyse_cooperation,
     cooperation_of,
 )
+from coopcode.written.checks import NOT_CHECKED, AgentChecks
 from coopcode.written.reward_terms import RewardBreakdown
 from coopcode.written.usage import HelperUse
 from sandbox import Verdict
@@ -37,7 +38,9 @@ class RewardInput:
     main (or single) agent's code; `program` the combined program the sandbox ran.
     `analysis` is the pair's cooperation as the judging path found it (with `helper_solves`
     from running the helper alone); without it, `cooperation` is read from the code alone
-    (`helper_solves` None).
+    (`helper_solves` None). `checks` is each agent's code judged on its own
+    (`coopcode.written.checks`: parses alone, aux's contract tests, main with the reference
+    aux, main with a stub helper).
     """
 
     verdict: Verdict
@@ -48,6 +51,7 @@ class RewardInput:
     scheme: str = "sequential"
     task_id: str = ""
     analysis: Cooperation | None = field(default=None, compare=False)
+    checks: AgentChecks = field(default=NOT_CHECKED, compare=False)
 
     @property
     def single(self) -> bool:
@@ -66,7 +70,8 @@ class RewardInput:
                    scheme=str(record.get("scheme") or "sequential"),
                    task_id=str(record.get("task_id") or ""),
                    # what the record says of the helper run alone; the rest from the code
-                   analysis=cooperation_of(record) if record.get("helper_code") else None)
+                   analysis=cooperation_of(record) if record.get("helper_code") else None,
+                   checks=AgentChecks.from_record(record.get("agents")) or NOT_CHECKED)
 
     @cached_property
     def cooperation(self) -> Cooperation:
@@ -89,6 +94,7 @@ class RewardInput:
 
 
 RewardFn = Callable[[RewardInput], RewardBreakdown]
+AgentsFn = Callable[[RewardInput], dict[str, float]]
 
 
 @dataclass(frozen=True)
@@ -100,10 +106,12 @@ class Reward:
     fn: RewardFn
     terms: tuple[str, ...]
     summary: str
-    # Who gets what in MAGRPO: "joint" (every agent the joint reward) or "counterfactual" (the
+    # Who gets what in MAGRPO: "joint" (every agent the joint reward), "counterfactual" (the
     # helper its contribution: the pair's reward minus what main scores without the helper;
-    # main the joint reward). See coopcode.training.rollout.
+    # main the joint reward; see coopcode.training.rollout) or "own" (each agent what
+    # `agents_fn` says it earned itself).
     credit: str = "joint"
+    agents_fn: AgentsFn | None = None
 
     def __call__(self, inp: RewardInput) -> RewardBreakdown:
         score = self.fn(inp)
@@ -113,24 +121,35 @@ class Reward:
                              f"terms it registered: {', '.join(self.terms)}")
         return score
 
+    def agents(self, inp: RewardInput) -> dict[str, float]:
+        """Each agent's own reward (role -> value) for a reward with `credit="own"`; empty
+        otherwise (every agent is then paid the joint reward, or counterfactually)."""
+        if self.credit != "own" or self.agents_fn is None or inp.single:
+            return {}
+        return {role: round(value, 6) for role, value in self.agents_fn(inp).items()}
+
 
 REWARDS: dict[str, Reward] = {}
 
 
-CREDITS = ("joint", "counterfactual")
+CREDITS = ("joint", "counterfactual", "own")
 
 
 def register(name: str, terms: tuple[str, ...], summary: str, *,
-             credit: str = "joint") -> Callable[[RewardFn], RewardFn]:
+             credit: str = "joint", agents: AgentsFn | None = None) -> Callable[[RewardFn], RewardFn]:
     """Register a reward function under `name` (its module is imported by the package);
-    `credit` says how MAGRPO shares it between the agents (`Reward.credit`)."""
+    `credit` says how MAGRPO shares it between the agents (`Reward.credit`); a reward with
+    `credit="own"` says each agent's own reward with `agents`."""
     if credit not in CREDITS:
         raise ValueError(f"credit {credit!r}: use one of {', '.join(CREDITS)}")
+    if (credit == "own") != (agents is not None):
+        raise ValueError("a reward pays each agent its own (credit='own') exactly when it says "
+                         "what each earned (agents=...)")
 
     def decorate(fn: RewardFn) -> RewardFn:
         if name in REWARDS:
             raise ValueError(f"reward {name!r} is registered twice")
-        REWARDS[name] = Reward(name, fn, terms, summary, credit=credit)
+        REWARDS[name] = Reward(name, fn, terms, summary, credit=credit, agents_fn=agents)
         return fn
 
     return decorate

@@ -5,6 +5,10 @@
 - `parallel`: both at once; main knows an `aux` is coming but not its code.
 - `concat`: a helper and an independent single agent, glued together.
 - `discussion`: a parallel round, then one where each sees the other's answer.
+- `contract`: the helper sees only the problem's contract for aux; main the task and the
+  contract, not aux's body (`contract+code`: main sees the helper's code).
+- `plan`: main writes aux's contract first, the helper implements it, main writes the entry
+  point against it (`plan+code`: main sees the helper's code).
 
 A new scheme is one module with a `Scheme` subclass: the shipped ones are listed in
 `SCHEME_TYPES` below, one of yours is added with `register_scheme(cls)` (also exported from
@@ -16,6 +20,7 @@ role's adapter is `adapter_of(role)`), whether main sees the helper's code
 from __future__ import annotations
 
 from coopcode.core.errors import UserError
+from coopcode.problems import Contract, Problem
 from coopcode.schemes.base import (
     ROLE_ADAPTERS,
     Ask,
@@ -31,14 +36,18 @@ from coopcode.schemes.base import (
     sample_steps,
 )
 from coopcode.schemes.concat import Concat
+from coopcode.schemes.contract import ContractScheme, ContractSeesCode
+from coopcode.schemes.contracts import contract_for
 from coopcode.schemes.discussion import Discussion
 from coopcode.schemes.parallel import Parallel
+from coopcode.schemes.plan import Plan, PlanSeesCode
 from coopcode.schemes.prompting import PromptBook
 from coopcode.schemes.sequential import Sequential
 from coopcode.schemes.single import Single
 
 SCHEME_TYPES: dict[str, type[Scheme]] = {
-    cls.name: cls for cls in (Single, Sequential, Parallel, Concat, Discussion)}
+    cls.name: cls for cls in (Single, Sequential, Parallel, Concat, Discussion, ContractScheme,
+                              ContractSeesCode, Plan, PlanSeesCode)}
 SCHEMES = tuple(SCHEME_TYPES)
 DEFAULT_SCHEME = "sequential"
 
@@ -73,6 +82,43 @@ def has_helper(name: str) -> bool:
     return cls is None or cls.has_helper()
 
 
+MAIN_SEES = ("contract", "code")
+
+
+def with_main_seeing(name: str, main_sees: str) -> str:
+    """The scheme `name` with main shown what `main_sees` says (`--main-sees`): `code` picks
+    a scheme's code variant (`contract` -> `contract+code`); schemes where it does not apply
+    (main always sees the code under sequential, never under parallel) stay as they are."""
+    if main_sees not in MAIN_SEES:
+        raise UserError(f"--main-sees {main_sees!r}: use one of {', '.join(MAIN_SEES)}")
+    cls = SCHEME_TYPES.get(name)
+    if main_sees == "code" and cls is not None and cls.sees_code_variant:
+        return cls.sees_code_variant
+    return name
+
+
+def scheme_contract(problem: Problem, name: str, text: str = "") -> Contract | None:
+    """The contract a sample of scheme `name` had its helper implement: the problem's, the
+    planned one in `text` (what the sample recorded), or None (`Scheme.contract_source`)."""
+    cls = SCHEME_TYPES.get(name)
+    return contract_for(problem, cls.contract_source if cls is not None else "", text)
+
+
+def check_problems_fit(schemes: tuple[str, ...] | list[str], problems: list[Problem]) -> None:
+    """One line, before anything loads, when a scheme that needs the problem's contract
+    (`contract`) meets problems without one."""
+    for name in schemes:
+        cls = SCHEME_TYPES.get(name)
+        if cls is None or cls.contract_source != "problem":
+            continue
+        missing = [p.task_id for p in problems if p.contract is None]
+        if missing:
+            raise UserError(f"the {name} scheme needs a contract for aux, and {len(missing)} of "
+                            f"{len(problems)} problems have none (first: {missing[0]}): use "
+                            "--problems compose:train|val|test, problem files with a contract, "
+                            "or the plan scheme")
+
+
 def get_scheme(name: str) -> Scheme:
     """The scheme called `name` (one line naming the choices when there is none)."""
     if name not in SCHEME_TYPES:
@@ -81,7 +127,9 @@ def get_scheme(name: str) -> Scheme:
 
 
 __all__ = [
-    "DEFAULT_SCHEME", "ROLE_ADAPTERS", "SCHEMES", "Ask", "Check", "PromptBook", "SampleState",
+    "DEFAULT_SCHEME", "MAIN_SEES", "ROLE_ADAPTERS", "SCHEMES", "Ask", "Check", "PromptBook", "SampleState",
+    "check_problems_fit",
     "Scheme", "SeedFn", "Steps", "adapter_of", "main_role", "get_scheme", "has_helper", "per_role", "public_check",
-    "register_scheme", "sample_steps", "scheme_names", "trainable_scheme_names",
+    "register_scheme", "sample_steps", "scheme_contract", "scheme_names",
+    "trainable_scheme_names", "with_main_seeing",
 ]

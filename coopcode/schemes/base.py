@@ -7,8 +7,10 @@ the answers off the sample's state when it resumes. `sample_steps` adds the turn
 of many samples at once, so the engine always has every ready request.
 
 Roles: `helper` writes `aux`, `main` the entry point (free to call `aux`), `single` the
-entry point alone. The helper's code goes to the `helper_code` of the attempt, every other
-role's to `main_code`; the program is the prompt's imports + helper code + main code.
+entry point alone, `planner` (main's adapter, under `plan`) aux's contract before either.
+The helper's code goes to the `helper_code` of the attempt, the planner's contract to its
+`contract`, every other role's to `main_code`; the program is the prompt's imports + helper
+code + main code.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
-from coopcode.problems import Problem
+from coopcode.problems import Contract, Problem
 from coopcode.schemes import prompts
+from coopcode.schemes.contracts import contract_stub, planned_contract
 from coopcode.schemes.prompting import PromptBook
 from coopcode.written.attempts import AgentOutput, Attempt, feedback_text
 from coopcode.written.code import combine
@@ -29,7 +32,10 @@ DISCUSS_NOTE = "Your teammate's code is shown above; make the two fit together."
 
 # The adapter each role writes with: the helper's, or main's. The single agent is main
 # writing alone, so GRPO trains (and `single` runs) main's adapter.
-ROLE_ADAPTERS: Mapping[str, str] = MappingProxyType({"helper": "helper", "main": "main", "single": "main"})
+ROLE_ADAPTERS: Mapping[str, str] = MappingProxyType(
+    {"helper": "helper", "main": "main", "single": "main", "planner": "main"})
+# Roles whose output is not part of the program (the planner writes aux's contract).
+CONTRACT_ROLES = ("planner",)
 
 T = TypeVar("T")
 
@@ -41,8 +47,8 @@ def adapter_of(role: str) -> str:
 
 def main_role(roles: Iterable[str]) -> str:
     """Of a sample's roles, the one whose code is `main_code` (the entry point): every role
-    but the helper's writes there (`SampleState.record`)."""
-    (role,) = [r for r in roles if r != "helper"]
+    but the helper's and the planner's writes there (`SampleState.record`)."""
+    (role,) = [r for r in roles if r != "helper" and r not in CONTRACT_ROLES]
     return role
 
 
@@ -83,11 +89,31 @@ class SampleState:
     first_prompts: dict[str, prompts.Prompt] = field(default_factory=dict)
     asked: list[tuple[Ask, AgentOutput]] = field(default_factory=list)  # in answer order
     key: Any = None  # the caller's name for this sample
+    contract: Contract | None = None  # what the helper implements (`contract`, `plan`)
 
     def ask_first(self, role: str, helper_code: str | None = None, *,
                   knows_helper: bool = False) -> Ask:
         prompt = self.book.first(self.problem, role, helper_code, knows_helper=knows_helper)
         return Ask(role, prompt, turn=1, first=True)
+
+    def use_contract(self, contract: Contract) -> None:
+        """The contract both agents work to from now on (shown as main sees it)."""
+        self.contract = contract
+        self.attempt.contract = contract_stub(contract)
+
+    def ask_plan(self) -> Ask:
+        """Main (as `planner`) writes aux's contract."""
+        return Ask("planner", self.book.planner(self.problem), turn=1, first=True)
+
+    def ask_contract_helper(self) -> Ask:
+        assert self.contract is not None
+        return Ask("helper", self.book.contract_helper(self.problem, self.contract), turn=1,
+                   first=True)
+
+    def ask_contract_main(self, helper_code: str | None = None) -> Ask:
+        assert self.contract is not None
+        return Ask("main", self.book.contract_main(self.problem, self.contract, helper_code),
+                   turn=1, first=True)
 
     def ask_revision(self, role: str, turn: int, note: str | None = None) -> Ask:
         """`role` revises its own code, seeing its teammate's and the feedback (or `note`)."""
@@ -107,6 +133,14 @@ class SampleState:
             self.first_prompts.setdefault(ask.role, ask.prompt)
         if ask.role == "helper":
             self.attempt.helper_code = output.code
+        elif ask.role in CONTRACT_ROLES:
+            planned = planned_contract(output.code)
+            if planned is not None:
+                self.use_contract(planned)
+            else:  # nothing parsable: the helper is shown what the planner wrote
+                self.contract = Contract(signature=f"def {prompts.HELPER_NAME}(*args):",
+                                         docstring=output.code.strip(), tests="")
+                self.attempt.contract = output.code
         else:
             self.attempt.main_code = output.code
 
@@ -125,8 +159,16 @@ class Scheme:
     # Main's first prompt shows the helper's code (so main waits for it, and in a training
     # each helper sample gets mains of its own).
     main_sees_helper: ClassVar[bool] = False
-    # MAGRPO can train it: its roles are a helper and a main, each asked once in turn 1.
+    # MAGRPO can train it: its roles are a helper and a main, each asked once in turn 1 (a
+    # planner's contract before them is sampled once per problem and step, and not trained).
     trainable: ClassVar[bool] = False
+    # Where the contract the helper implements comes from: "" (none: the helper writes what it
+    # chooses), "problem" (`Problem.contract`; a problem without one is refused) or "planned"
+    # (main writes it first). See coopcode.schemes.contracts.
+    contract_source: ClassVar[str] = ""
+    # The scheme with main shown the helper's code instead of the contract alone (the
+    # `--main-sees code` variant), where there is one.
+    sees_code_variant: ClassVar[str] = ""
 
     @classmethod
     def has_helper(cls) -> bool:

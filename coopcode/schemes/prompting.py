@@ -9,8 +9,9 @@ into every result, so results made with other prompts are never mixed).
 from __future__ import annotations
 
 from coopcode.engines import Engine
-from coopcode.problems import Problem
-from coopcode.schemes import prompts
+from coopcode.problems import Contract, Problem
+from coopcode.schemes import contract_prompts, prompts
+from coopcode.schemes.contracts import contract_stub
 from coopcode.written.code import extract_code, prompt_context
 
 
@@ -43,6 +44,31 @@ class PromptBook:
         return self.chat(problem, role, prompts.main_message(problem, helper_code,
                                                              knows_helper=knows_helper))
 
+    def contract_helper(self, problem: Problem, contract: Contract) -> prompts.Prompt:
+        """The helper under `contract`/`plan`: aux's contract alone, its signature pre-filled."""
+        if not self.engine.instruct:
+            return contract_prompts.completion_contract_helper(contract.prompt)
+        return prompts.chat(self.engine.render_chat, contract_prompts.contract_helper_message(contract.prompt),
+                            prefill=contract.signature.rstrip() + "\n",
+                            stop=prompts.helper_stop(problem))
+
+    def contract_main(self, problem: Problem, contract: Contract,
+                      helper_code: str | None = None) -> prompts.Prompt:
+        """Main under `contract`/`plan`: the task and aux's contract (and, with `--main-sees
+        code`, the helper's code)."""
+        stub = contract_stub(contract)
+        if not self.engine.instruct:
+            return contract_prompts.completion_contract_main(problem, stub, helper_code)
+        return self.chat(problem, "main", contract_prompts.contract_main_message(problem, stub, helper_code))
+
+    def planner(self, problem: Problem) -> prompts.Prompt:
+        """Main's first step under `plan`: aux's contract, `def aux(` pre-filled."""
+        if not self.engine.instruct:
+            return contract_prompts.completion_planner(problem)
+        return prompts.chat(self.engine.render_chat, contract_prompts.planner_message(problem),
+                            prefill=prompts.helper_prefill(problem),
+                            stop=contract_prompts.planner_stop(problem))
+
     def revision(self, problem: Problem, role: str, first: prompts.Prompt, own: str,
                  peer: str | None, feedback: str) -> prompts.Prompt:
         """The conversation so far (first prompt, own answer) and a request to revise."""
@@ -56,7 +82,7 @@ class PromptBook:
     def extract(self, problem: Problem, role: str, prompt: prompts.Prompt, text: str) -> str:
         """The code of an answer (the pre-filled part included)."""
         code = extract_code(text, prefix=prompt.prefix)
-        if prompt.prefix and role != "helper":
+        if prompt.prefix and role not in ("helper", "planner"):
             # Completion mode continued the whole prompt: keep only what the model added.
             context = prompt_context(problem.prompt, problem.entry_point)
             code = drop_blocks(code, context)

@@ -48,6 +48,25 @@ class AdapterChoice:
 
 
 @dataclass(frozen=True)
+class MainSees:
+    """What main is shown of the helper's work under the schemes that keep each agent to its
+    part (`contract`, `plan`)."""
+
+    main_sees: str = option("contract", "Under contract and plan: contract (aux's signature and "
+                            "docstring only) or code (the helper's code: the scheme's +code "
+                            "variant, e.g. contract+code).", choices=("contract", "code"),
+                            noun="--main-sees value")
+
+    def validate(self) -> None:
+        check_options(self)
+
+    def scheme(self, name: str) -> str:
+        from coopcode.schemes import with_main_seeing
+
+        return with_main_seeing(name, self.main_sees)
+
+
+@dataclass(frozen=True)
 class SandboxChoice:
     """Where programs run."""
 

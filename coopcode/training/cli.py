@@ -20,7 +20,7 @@ from rich.table import Table
 
 from coopcode.core.errors import UserError
 from coopcode.display.console import make_console
-from coopcode.settings.common import EventsOutput, JsonOutput, SandboxChoice
+from coopcode.settings.common import EventsOutput, JsonOutput, MainSees, SandboxChoice
 from coopcode.settings.options import check_options, config_options, given_on_command_line, option
 from coopcode.training.config import TrainConfig
 
@@ -69,6 +69,7 @@ class CurvesPlot:
 def train_command(
     ctx: typer.Context,
     config: TrainConfig,
+    sees: MainSees,
     where: TrainRun,
     sandbox: SandboxChoice,
     events: EventsOutput,
@@ -86,7 +87,8 @@ def train_command(
     out_dir = None if where.out is None else Path(where.out)
     run, resume, threads = where.run, where.resume, where.threads
     config = replace(config, helper_init=resolve_adapter_path(config.helper_init, "helper"),
-                     main_init=resolve_adapter_path(config.main_init, "main"))
+                     main_init=resolve_adapter_path(config.main_init, "main"),
+                     scheme=sees.scheme(config.scheme))
     explicit = given_on_command_line(ctx, TrainConfig)
     if resume and out_dir is None and run is None:
         raise UserError("--resume needs the run: give --out checkpoints/<run> or --run <run>")
@@ -143,12 +145,14 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
 
     # Cheap checks before the sandbox and the model load: bad input fails in a second.
     from coopcode.core.adapters import check_adapter
+    from coopcode.schemes import check_problems_fit
     from coopcode.training import checkpoint as ckpt
     from coopcode.training.data import load_training_problems
     from coopcode.training.run import resolve_config
 
     config = resolve_config(config, folder, resume, explicit)
-    load_training_problems(config.problems, config.limit)
+    check_problems_fit([config.collab_scheme],
+                       load_training_problems(config.problems, config.limit))
     inits = [init for init in (config.helper_init, config.main_init) if init]
     problems = []
     for init in inits:  # the folders themselves, before the base resolves; each bad one named
@@ -158,6 +162,13 @@ def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], ba
             problems.append(str(e))
     if problems:
         raise UserError("; ".join(problems))
+    if config.examples:  # a warm start's examples file, checked before the model loads
+        from coopcode.schemes import get_scheme
+        from coopcode.training.examples import load_examples
+
+        config.validate()
+        load_examples(config.examples, load_training_problems(config.problems, config.limit),
+                      get_scheme(config.collab_scheme))
     ckpt.check_writable(folder)  # creates the run folder: only once the input is known good
     if inits:
         from coopcode.models import resolve_model
@@ -190,6 +201,11 @@ class TrainPrinter:
         if isinstance(event, ev.Started):
             self.total = event.total
             m = event.meta
+            if m.get("algo") == "sft":
+                self.console.print(f"[bold]training[/] sft on {m.get('model')}: "
+                                   f"{m.get('examples')} examples, {event.total} steps -> "
+                                   f"{m.get('out')}", highlight=False)
+                return
             self.console.print(f"[bold]training[/] {m.get('algo')} on {m.get('model')}: "
                                f"{m.get('problems')} problems, G={m.get('group_size')}, "
                                f"reward {m.get('reward') or 'seed'}, "
@@ -291,7 +307,66 @@ def checkpoints_show(
         out.print(f"curves: {written}", highlight=False, soft_wrap=True)
 
 
+@dataclass(frozen=True)
+class ExamplesFile:
+    """Where `coopcode problems sft-examples` writes."""
+
+    out: str | None = option(None, "The examples file to write (JSONL; replaced whole).")
+
+    def validate(self) -> None:
+        if not self.out:
+            raise UserError("--out FILE.jsonl: say where to write the examples")
+
+
+@config_options
+def sft_examples_command(
+    problem_set: Annotated[str, typer.Argument(
+        metavar="SET", help="A set with canonical solutions (compose:train, humaneval:fit, ...).")],
+    target: ExamplesFile,
+    sandbox: SandboxChoice,
+    as_json: JsonOutput,
+) -> None:
+    """Write warm-start examples (`coopcode train --algo sft --examples FILE`) from a set's canonical solutions.
+
+    Each line holds the whole canonical answer (`solution`, one agent) and, where the problem has a contract with a reference aux and a composed canonical solution (compose), its halves (`helper`: aux's reference; `main`: the entry point calling aux). Each is run in the sandbox with the problem's tests; those that fail are dropped and counted.
+    """
+    from coopcode.core.sandboxes import open_sandbox_for_cli
+    from coopcode.problems import load_problems
+    from coopcode.training.canonical_examples import write_examples
+
+    problems = load_problems(problem_set)
+    assert target.out is not None  # validate() made sure
+    path = Path(target.out)
+
+    def warn(message: str) -> None:
+        err.print(f"[yellow]warning:[/] {message}", highlight=False)
+
+    try:
+        with open_sandbox_for_cli(sandbox.sandbox, warn) as sb:
+            written = write_examples(problems, sb, path)
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+    if as_json.as_json:
+        print(json.dumps(written.to_dict()))
+        return
+    out.print(f"{written.lines} examples of {len(problems)} problems -> {path}: "
+              f"{written.pairs} pairs (helper + main), {written.solutions} solutions",
+              highlight=False, soft_wrap=True)
+    for label, ids in (("failed their tests as a pair, left out", written.failed_pairs),
+                       ("failed their tests as one solution, left out", written.failed_solutions),
+                       ("have no contract reference or no inner aux: no pair",
+                        written.no_split),
+                       ("have no canonical solution", written.no_solution)):
+        if ids:
+            shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+            out.print(f"  {len(ids)} {label}: {shown}", highlight=False, soft_wrap=True)
+
+
 def register(app: typer.Typer) -> None:
-    """Mount `train` and `checkpoints` on the coopcode CLI."""
+    """Mount `train` and `checkpoints` on the coopcode CLI, and `sft-examples` in its
+    `problems` group (the warm start's data lives beside the training)."""
     app.command("train")(train_command)
     app.add_typer(checkpoints_app, name="checkpoints")
+    for group in app.registered_groups:
+        if group.name == "problems" and group.typer_instance is not None:
+            group.typer_instance.command("sft-examples")(sft_examples_command)

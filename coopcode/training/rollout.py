@@ -41,6 +41,7 @@ from coopcode.schemes import (
     get_scheme,
     main_role,
     public_check,
+    scheme_contract,
 )
 from coopcode.training.config import TrainConfig
 from coopcode.training.tree import JointAction, Node, Sample, aligned_members, cross_members, mean
@@ -58,6 +59,7 @@ class Scored:
     passed: bool = False
     verdict: Verdict | None = None
     cooperation: Cooperation | None = None  # how the pair cooperated (None: not judged)
+    agent_rewards: dict[str, float] = field(default_factory=dict)  # a reward paying each its own
 
 
 class Scorer(Protocol):
@@ -91,8 +93,9 @@ class ExecutionScorer:
         for p, a, node in items:
             codes = {r: node.samples[r][i].code for r, i in a.members.items()}
             written.append(Written(p, self.scheme, codes[main_role(codes)],
-                                   codes.get("helper", ""), a.program))
-        return [Scored(j.reward, j.verdict.passed, j.verdict, j.cooperation)
+                                   codes.get("helper", ""), a.program,
+                                   scheme_contract(p, self.scheme, a.contract)))
+        return [Scored(j.reward, j.verdict.passed, j.verdict, j.cooperation, j.agent_rewards)
                 for j in judge_all(written, self.sandbox, self.reward, self.timeout)]
 
     def alone(self, items: Sequence[tuple[Problem, str]]) -> list[Scored]:
@@ -194,7 +197,9 @@ class RolloutBuilder:
         cfg, node = self.config, op.node
 
         def seeds(role: str, turn: int) -> tuple[int, int]:
-            slot, index = pick[role]
+            # A role that is not trained (the planner's contract): one draw per problem, so
+            # every joint action of the group works to the same contract.
+            slot, index = pick.get(role, (0, 0))
             # A seed per (step, problem, role, node, slot): a resumed run regenerates the same
             # samples, and no two seed streams share random numbers.
             return sample_seed(cfg.seed, "train", step, op.problem.task_id, role, node.turn,
@@ -206,6 +211,7 @@ class RolloutBuilder:
             attempt = Attempt(op.problem.task_id, 0, self.scheme.name, feedback=op.parent.feedback)
             attempt.helper_code = parents["helper"].code if "helper" in parents else ""
             attempt.main_code = parents[main_role(parents)].code
+            attempt.contract = op.parent.contract  # revisions keep the contract they worked to
             state = SampleState(op.problem, 0, self.book, attempt,
                                 first_prompts={r: s.first_prompt for r, s in parents.items()})
         return SampleSpec(op.problem, 0, self.scheme, self.params, seeds, ROLE_ADAPTERS,
@@ -276,7 +282,8 @@ class RolloutBuilder:
                 members[role] = index_of[key]
             # the program the scheme's steps combined (`sample_steps`), as bench and solve run it
             program = state.attempt.program
-            op.node.actions.append(JointAction(members, program=program.text if program else ""))
+            op.node.actions.append(JointAction(members, program=program.text if program else "",
+                                               contract=state.attempt.contract))
         op.node.samples = samples
 
     # -- scoring and feedback ---------------------------------------------------------------
@@ -288,6 +295,8 @@ class RolloutBuilder:
         stats.score_seconds += time.time() - started
         for (_, a, _), s in zip(items, scored):
             a.reward, a.passed, a.cooperation = s.reward, s.passed, s.cooperation
+            if s.agent_rewards:  # a reward that pays each agent its own (credit "own")
+                a.agent_rewards = dict(s.agent_rewards)
         if any(op.alone for op in opens):
             started = time.time()
             self._score_alone(opens, stats)

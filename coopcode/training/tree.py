@@ -46,6 +46,7 @@ class JointAction:
 
     members: dict[str, int]  # role -> index into node.samples[role]
     program: str = ""
+    contract: str = ""  # aux's contract the pair worked to (`contract`, `plan`)
     reward: RewardBreakdown | None = None
     passed: bool = False
     feedback: str = ""  # public-example feedback shown to the agents in the child node

@@ -8,6 +8,10 @@
 - `helper_solves`: the helper's code alone passes the problem's tests, one of its functions
   standing in for the entry point (run in the sandbox: `coopcode.collaboration.helper_alone`;
   None where it was not run). The helper then did the whole task, whatever main adds.
+- `both_needed`: measured by running it: the pair passes, the helper's code alone (as the
+  entry point) fails, and main with the helper replaced by a stub fails too
+  (`coopcode.collaboration.judging.both_needed`; None where the pair failed or it was not
+  measured). The surest measure of a division of work: neither agent's code does it alone.
 - `patterns`: the cooperation patterns (`coopcode.written.cooperation`), the shape of
   main's code around the helper.
 - `use`: which helper functions are live and whether main uses one
@@ -15,7 +19,8 @@
 
 The bench's summaries, `evaluate`, the rewards, training's metrics and guards, and the TUI
 all read these, so a figure means the same thing wherever it is shown. A recorded sample
-carries `"cooperation": {"patterns": [...], "own_work": bool, "helper_solves": bool}`;
+carries `"cooperation": {"patterns": [...], "own_work": bool, "helper_solves": bool,
+"both_needed": bool or null}`;
 `cooperation_of(record)` reads it back (and reads records written before it).
 """
 
@@ -23,7 +28,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from coopcode.written.cooperation import classify_cooperation, top_functions
@@ -47,6 +52,7 @@ class Cooperation:
     own_work: bool = False
     helper_solves: bool | None = None  # None: the helper was not run alone
     use: HelperUse = field(default_factory=HelperUse)
+    both_needed: bool | None = None  # None: the pair failed, or it was not measured
 
     @property
     def calls_helper(self) -> bool:
@@ -86,7 +92,7 @@ class Cooperation:
     def to_record(self) -> dict[str, Any]:
         """What a sample's record keeps."""
         return {"patterns": list(self.patterns), "own_work": self.own_work,
-                "helper_solves": self.helper_solves}
+                "helper_solves": self.helper_solves, "both_needed": self.both_needed}
 
 
 NO_HELPER = Cooperation()
@@ -136,19 +142,24 @@ def cooperation_of(record: Mapping[str, Any]) -> Cooperation:
     record is from before it was measured)."""
     found = record.get("cooperation")
     solves = found.get("helper_solves") if isinstance(found, Mapping) else None
-    return analyse_cooperation(str(record.get("helper_code") or ""),
-                               str(record.get("main_code") or ""),
-                               str(record.get("entry_point") or ""),
-                               solves if isinstance(solves, bool) else None)
+    needed = found.get("both_needed") if isinstance(found, Mapping) else None
+    cooperation = analyse_cooperation(str(record.get("helper_code") or ""),
+                                      str(record.get("main_code") or ""),
+                                      str(record.get("entry_point") or ""),
+                                      solves if isinstance(solves, bool) else None)
+    return replace(cooperation, both_needed=needed if isinstance(needed, bool) else None)
 
 
 def cooperation_rates(found: Iterable[Cooperation]) -> dict[str, float | None]:
     """The headline rates over pair samples: `own_work`, `helper_solves` (over the samples
-    whose helper was run alone; None when none was), `uses_helper` and `shell`."""
+    whose helper was run alone; None when none was), `uses_helper`, `shell`, and
+    `both_needed` (over the passing samples where it was measured; None when none was)."""
     items = list(found)
     if not items:
-        return {"own_work": None, "helper_solves": None, "uses_helper": None, "shell": None}
+        return {"own_work": None, "helper_solves": None, "uses_helper": None, "shell": None,
+                "both_needed": None}
     judged = [c.helper_solves for c in items if c.helper_solves is not None]
+    needed = [c.both_needed for c in items if c.both_needed is not None]
 
     def share(flags: list[bool]) -> float:
         return round(sum(flags) / len(flags), 4)
@@ -156,4 +167,5 @@ def cooperation_rates(found: Iterable[Cooperation]) -> dict[str, float | None]:
     return {"own_work": share([c.own_work for c in items]),
             "helper_solves": share(judged) if judged else None,
             "uses_helper": share([c.uses_helper for c in items]),
-            "shell": share([c.shell for c in items])}
+            "shell": share([c.shell for c in items]),
+            "both_needed": share(needed) if needed else None}

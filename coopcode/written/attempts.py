@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from coopcode.written.analysis import NO_HELPER, Cooperation
+from coopcode.written.checks import AgentChecks
 from coopcode.written.code import Program, defines
 from coopcode.written.reward_terms import RewardBreakdown
 from sandbox import Verdict
@@ -56,6 +57,8 @@ class Attempt:
     turns_used: int = 1
     gen_seconds: float = 0.0
     feedback: str = ""  # what the agents were last told about the public examples
+    contract: str = ""  # aux's contract as main saw it (`contract` and `plan` schemes)
+    checks: AgentChecks | None = None  # each agent judged on its own, filled in by the caller
 
     @property
     def n_tokens(self) -> int:
@@ -78,6 +81,8 @@ class Attempt:
             and self.cooperation is not NO_HELPER else None,
             "turns_used": self.turns_used,
             "feedback": self.feedback,
+            "contract": self.contract,
+            "agents": self.checks.to_record() if self.checks is not None else None,
             "n_tokens": self.n_tokens,
             "gen_seconds": round(self.gen_seconds, 3),
         }

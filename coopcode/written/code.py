@@ -111,6 +111,9 @@ def extract_code(text: str, prefix: str = "") -> str:
         blocks = _fenced_blocks(text) if "```" in text else []
         if blocks and any("def " in b for b in blocks):
             return clean_code("\n\n".join(blocks))  # the model rewrote the whole function
+        if prefix.rstrip().endswith(":") and re.match(r"(async[ \t]+)?def[ \t]", text):
+            # After a whole pre-filled signature the model began the function again.
+            return clean_code(text)
         return clean_code(prefix + body)
     if "```" in text:
         # A pre-filled fence means the output starts inside a block: close the gap by
