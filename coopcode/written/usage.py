@@ -3,7 +3,11 @@
 The cooperative reward pays for use, so use is defined here strictly (never from text):
 - The helper's functions are the top-level functions of its code. One is *trivial* when its
   body (after a docstring) does nothing: only `pass`, `...` or `raise`, or a single `return`
-  of nothing, of a constant or of one of its parameters unchanged.
+  of nothing, of a constant or of one of its parameters unchanged; or when its answer is a
+  constant whatever it is given: every way out of it returns the same literal (`return
+  [0.0, 1.0]`, `return ['A+', 'B']`, `return -1` on every path), it never runs off its end,
+  and it changes none of its arguments. Main calling such a helper per item (`[aux(x) for x
+  in xs]`) looks like a split, but the helper answers nothing.
 - Main *redefines* a helper function when its code defines (at any depth), assigns or imports
   the same name: the helper's code is then dead, whatever main calls.
 - A *use* is a place in main's answer (its entry point and the functions of its own that it
@@ -66,9 +70,61 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]
     return {x.arg for x in names}
 
 
+def _literal(node: ast.AST | None) -> bool:
+    """A value written out in full: a constant, or a display of literals (`[0.0, 1.0]`, `-1`)."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        return all(_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _literal(k) for k in node.keys) and all(
+            _literal(v) for v in node.values)
+    if isinstance(node, ast.UnaryOp):
+        return _literal(node.operand)
+    return False
+
+
+def _always_returns(body: list[ast.stmt]) -> bool:
+    """Whether running `body` ends in a return or a raise on every path (an if's both ways)."""
+    last = body[-1] if body else None
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return isinstance(last, ast.Return | ast.Raise)
+
+
+def _changes_arguments(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether the function may change an argument in place (`xs.append(...)`, `xs[0] = 1`)."""
+    given = _params(fn)
+    for node in ast.walk(fn):
+        if (isinstance(node, ast.Attribute | ast.Subscript) and isinstance(node.value, ast.Name)
+                and node.value.id in given):
+            if isinstance(node.ctx, ast.Store | ast.Del):
+                return True
+            if isinstance(node, ast.Attribute):  # a method call on an argument may change it
+                return True
+    return False
+
+
+def _returns_one_literal(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every way out of `fn` returns the same literal, whatever it was given."""
+    todo: list[ast.AST] = list(fn.body)
+    returns: list[ast.expr | None] = []
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Yield | ast.YieldFrom):
+            return False
+        if isinstance(node, ast.Return):
+            returns.append(node.value)
+        if not isinstance(node, (*_FUNCS, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return (bool(returns) and all(_literal(v) for v in returns)
+            and len({ast.dump(v) for v in returns if v is not None}) == 1
+            and _always_returns(_body(fn)) and not _changes_arguments(fn))
+
+
 def is_trivial(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a function does nothing: `pass`, `...`, `raise`, or returns a constant or an
-    argument unchanged."""
+    """Whether a function does nothing: `pass`, `...`, `raise`, returns an argument unchanged,
+    or returns the same constant whatever it is given."""
     body = _body(fn)
     idle = [s for s in body if isinstance(s, ast.Pass | ast.Raise)
             or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
@@ -77,9 +133,10 @@ def is_trivial(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         return True
     if len(rest) == 1 and isinstance(rest[0], ast.Return):
         value = rest[0].value
-        return (value is None or isinstance(value, ast.Constant)
-                or (isinstance(value, ast.Name) and value.id in _params(fn)))
-    return False
+        if value is None or _literal(value) or (isinstance(value, ast.Name)
+                                                and value.id in _params(fn)):
+            return True
+    return _returns_one_literal(fn)
 
 
 def _returns_value(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
