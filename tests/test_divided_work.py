@@ -209,3 +209,40 @@ def test_bench_runs_contract_and_plan_on_compose_end_to_end(tiny_model_dir: Path
     assert "both needed" in (out / "report.md").read_text()
     meta = json.loads((out / "meta.json").read_text())
     assert re.fullmatch(r"[0-9a-f]{16}", meta["identity"]["prompts"])
+
+
+def test_magrpo_pays_each_agent_its_own_reward(problem: Problem, sb: Any) -> None:
+    """A training step's rollout under `contract` with the `own` reward: helpers that break
+    the file are paid 0, their mains (right either way) are paid in full, in aligned and
+    cross modes; each agent's advantage comes from its own reward."""
+    from coopcode.training.config import TrainConfig
+    from coopcode.training.rollout import ExecutionScorer, RolloutBuilder
+    from coopcode.training.tree import assign_advantages, discounted_returns
+
+    assert problem.contract is not None and problem.contract.solution is not None
+    good_aux = problem.contract.solution
+    main_body = canonical_main(problem).split(":\n", 1)[1]
+
+    def script(prompt: str, adapter: str | None, index: int, seed: int) -> str:
+        if "You are the helper" in prompt:  # sample 0 breaks the file, sample 1 is right
+            return ("    return sorted(nums, key=\n" if index % 2 == 0 else good_aux) + "```"
+        return main_body + "```"
+
+    for joint in ("aligned", "cross"):
+        cfg = TrainConfig(algo="magrpo", scheme="contract", joint=joint, group_size=2,
+                          reward="own", seed=3)
+        scorer = ExecutionScorer(sb, get_reward("own"), cfg.timeout, scheme="contract")
+        engine = ScriptedEngine(script)
+        (rollout,), _ = RolloutBuilder(engine, cfg, scorer, sb).run([problem], step=1)
+        node = rollout.root
+        paid = {(a.members["helper"], a.members["main"]): a.agent_rewards for a in node.actions}
+        helpers = {node.samples["helper"][h].code.count("key=\n") for h, _ in paid}
+        assert helpers == {0, 1}  # one helper sample broke the file, one did not
+        for (h, _m), rewards in paid.items():
+            broken = "key=\n" in node.samples["helper"][h].code
+            assert rewards["helper"] == (0.0 if broken else 1.1), rewards
+            assert rewards["main"] == 1.1  # main's own work, whatever the helper wrote
+        discounted_returns(node, cfg.gamma)
+        assign_advantages(node)
+        assert sorted(s.ret for s in node.samples["helper"]) == [0.0, 1.1]
+        assert all(s.ret == 1.1 for s in node.samples["main"])
