@@ -96,7 +96,8 @@ def test_every_field_is_an_option_with_its_flags_help_and_default(cls: type, nam
 
 
 ARGUMENTS = {"solve": ["HumanEval/0"], "evaluate": ["samples.jsonl"], "compare": ["a", "b"],
-             "checkpoints show": ["run"], "problems show": ["compose"]}  # each command's arguments (not options)
+             "checkpoints show": ["run"], "problems show": ["compose"],
+             "problems sft-examples": ["compose:train"]}  # each command's arguments (not options)
 
 
 @pytest.mark.parametrize(("cls", "name"), CONFIGS)

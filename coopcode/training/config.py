@@ -1,7 +1,7 @@
 """Training configuration: one dataclass, every field with a default and a one-line help.
 
 Parameters, by group:
-- what to train: `algo`, `model`, `problems`, `limit`, `scheme`, `joint`, `reward`
+- what to train: `algo`, `model`, `problems`, `limit`, `scheme`, `joint`, `reward`, `examples`
 - sampling: `group_size`, `max_new_tokens`, `temperature`, `top_p`, `turns`, `gamma`,
   `early_stop_reward`, `timeout`
 - the update: `learning_rate`, `lr_schedule`, `warmup_steps`, `weight_decay`, `max_grad_norm`,
@@ -33,9 +33,14 @@ from coopcode.schemes import get_scheme, trainable_scheme_names
 from coopcode.settings.common import ModelChoice
 from coopcode.settings.options import check_options, option, option_like, option_named
 
-ALGOS = ("magrpo", "grpo")
+ALGOS = ("magrpo", "grpo", "sft")
 GRPO_SCHEME = "single"  # GRPO trains one agent: the single-agent scheme
 JOINT_MODES = ("aligned", "cross")
+
+
+def train_scheme_names() -> tuple[str, ...]:
+    """What `--scheme` takes: the schemes MAGRPO trains, and `single` (one agent) for SFT."""
+    return (*trainable_scheme_names(), GRPO_SCHEME)
 LR_SCHEDULES = ("constant", "linear", "cosine")
 REDUCTIONS = ("sum", "mean")
 
@@ -45,21 +50,27 @@ class TrainConfig:
     """A MAGRPO (two agents) or GRPO (one agent) run with LoRA adapters on one base model."""
 
     # -- what to train ---------------------------------------------------------------------
-    algo: str = option("magrpo", "magrpo (helper + main, joint reward) or grpo (one agent).",
+    algo: str = option("magrpo", "magrpo (helper + main, joint reward), grpo (one agent) or sft "
+                       "(a warm start on --examples: the agents fine-tuned on given code).",
                        choices=ALGOS, noun="algorithm", form=1)
     model: str | None = option_like(ModelChoice, "model")
     problems: str = option("humaneval:train", "Training problems: humaneval[:split], a .jsonl, a .py or a folder.",
                            label="data", form=8)
     limit: int | None = option(None, "Only the first N problems (before shuffling).", at_least=1)
     scheme: str = option("sequential", "MAGRPO scheme: one whose `trainable` says so, e.g. sequential "
-                         "(main sees the helper's code) or parallel.",
-                         choices=trainable_scheme_names, noun="training scheme")
+                         "(main sees the helper's code) or parallel; with --algo sft, the scheme "
+                         "whose prompts the pair learns on, or single (one agent).",
+                         choices=train_scheme_names, noun="training scheme")
     joint: str = option("aligned", "Joint actions: aligned (sample g with sample g, G actions) or cross (G x G).",
                         choices=JOINT_MODES, noun="joint mode")
     reward: str | None = option(
         None, f"The reward trained on: {', '.join(reward_names())} (see the README's Rewards) "
         "[default: seed for magrpo, seed-grpo for grpo].", choices=reward_names, noun="reward",
         form=9)
+    examples: str | None = option(
+        None, "--algo sft: the examples, a JSONL file of {task_id, helper, main} (a pair) or "
+        "{task_id, solution} (one agent) lines, task ids from --problems (`coopcode problems "
+        "sft-examples` writes them from a set's canonical solutions).")
 
     # -- sampling --------------------------------------------------------------------------
     group_size: int = option(4, "G: completions each agent samples per problem (>= 2: the group is the baseline).",
@@ -179,6 +190,16 @@ class TrainConfig:
     def validate(self) -> None:
         """Raise UserError (one line naming the flag) for a value a user can get wrong."""
         check_options(self)  # each field against its choices and bounds (NaN fails every test)
+        if self.algo == "sft" and not self.examples:
+            raise UserError(f"{flag('algo')} sft fine-tunes on examples: give {flag('examples')} "
+                            "FILE.jsonl (`coopcode problems sft-examples SET --out FILE.jsonl` "
+                            "writes them)")
+        if self.examples and self.algo != "sft":
+            raise UserError(f"{flag('examples')} is the data of a warm start: use it with "
+                            f"{flag('algo')} sft")
+        if self.algo == "magrpo" and self.scheme == GRPO_SCHEME:
+            raise UserError(f"{flag('scheme')} {GRPO_SCHEME} is one agent: train it with "
+                            f"{flag('algo')} grpo (or sft)")
         if not lora_target_modules(self.lora_targets):
             raise UserError(f"{flag('lora_targets')} {self.lora_targets!r}: use all-linear or "
                             "module names like q_proj,v_proj")
@@ -188,9 +209,9 @@ class TrainConfig:
         if self.algo == "grpo" and self.agent_credit == "counterfactual":
             raise UserError(f"{flag('agent_credit')} counterfactual shares a pair's reward: "
                             "GRPO trains one agent")
-        if self.algo == "grpo" and self.helper_init is not None:
-            raise UserError(f"{flag('helper_init')}: GRPO trains one agent (use "
-                            f"{flag('main_init')})")
+        if self.collab_scheme == GRPO_SCHEME and self.helper_init is not None:
+            raise UserError(f"{flag('helper_init')}: {self.algo} with the single scheme trains "
+                            f"one agent (use {flag('main_init')})")
         rollouts = engine_kind(self.rollout_engine)
         if rollouts.served != bool(self.rollout_base_url):
             raise UserError(f"{flag('rollout_base_url')} goes with {flag('rollout_engine')} openai "

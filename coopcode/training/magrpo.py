@@ -9,14 +9,12 @@ One step (Algorithm 1 of the MAGRPO paper, with the paper's sum-of-token log-pro
    frozen base); log-probs come from one batched forward per sibling group
    (`logprobs.completion_logprobs`). Each agent has its own AdamW, schedule and clipping.
 
-GRPO (`grpo.GRPOTrainer`) is the same trainer with one agent.
+GRPO (`grpo.GRPOTrainer`) is the same trainer with one agent. The adapters, optimizers and
+resumable state are every trainer's (`trainer.AdapterTrainer`).
 """
 
 from __future__ import annotations
 
-import math
-import random
-import shutil
 import threading
 import time
 from collections import defaultdict
@@ -29,10 +27,10 @@ import torch
 from coopcode.core.errors import UserError
 from coopcode.problems import Problem
 from coopcode.rewards import resolve_reward
-from coopcode.schemes import adapter_of, per_role
-from coopcode.training.config import TrainConfig, lora_target_modules
+from coopcode.schemes import adapter_of
+from coopcode.training.config import TrainConfig
 from coopcode.training.data import ProblemOrder
-from coopcode.training.distributed import Ranks, agent_loss, no_sync
+from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.metrics import peak_rss_mb
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.rollout import (
@@ -42,6 +40,7 @@ from coopcode.training.rollout import (
     RolloutStats,
     Scorer,
 )
+from coopcode.training.trainer import AdapterTrainer, TrainingStopped, lr_lambda
 from coopcode.training.tree import (
     Sample,
     assign_advantages,
@@ -55,33 +54,10 @@ from coopcode.written.code import code_lines
 from coopcode.written.cooperation import pattern_rates
 from sandbox import Sandbox
 
-
-class TrainingStopped(Exception):
-    """A stop was requested; the trainer is at the end of step `step` (nothing half-applied)."""
-
-    def __init__(self, step: int) -> None:
-        super().__init__(f"stopped after step {step}")
-        self.step = step
+__all__ = ["MAGRPOTrainer", "TrainingStopped", "lr_lambda", "siblings"]
 
 
-def lr_lambda(config: TrainConfig, total_steps: int) -> Any:
-    """Multiplier of the learning rate at a step: linear warm-up, then the schedule."""
-    warm = config.warmup_steps
-
-    def factor(step: int) -> float:
-        if step < warm:
-            return (step + 1) / (warm + 1)
-        if config.lr_schedule == "constant":
-            return 1.0
-        progress = min(1.0, (step - warm) / max(1, total_steps - warm))
-        if config.lr_schedule == "linear":
-            return 1.0 - progress
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
-
-    return factor
-
-
-class MAGRPOTrainer:
+class MAGRPOTrainer(AdapterTrainer):
     """Trains the agents of `config.roles` on `problems` with an engine's trainable adapters."""
 
     algorithm = "magrpo"
@@ -111,72 +87,16 @@ class MAGRPOTrainer:
                 raise ValueError("the execution reward needs a sandbox (or pass a scorer)")
             scorer = ExecutionScorer(sandbox, self.reward, config.timeout,
                                      scheme=config.collab_scheme)
-        self.engine, self.config, self.problems = engine, config, list(problems)
-        self.policy = policy or TransformersPolicy.sharing(engine)
-        self.sync_dir = sync_dir
-        self.ranks = ranks or Ranks()
-        self.losses: dict[str, Any] = {}
+        self.problems = list(problems)
         self._loss_context: tuple[str, int, bool] = ("", 1, False)
-        self._synced_step = -1
-        self.roles = config.roles
         self.order = ProblemOrder(len(self.problems), config.problems_per_step, config.seed)
-        self.total_steps = total_steps or config.total_steps(len(self.problems))
-        self.cancel = cancel
+        super().__init__(engine, config, policy=policy, sync_dir=sync_dir, ranks=ranks,
+                         cancel=cancel,
+                         total_steps=total_steps or config.total_steps(len(self.problems)))
         self.rollouts = RolloutBuilder(engine, config, scorer, sandbox, cancel=cancel)
-        self.params: dict[str, list[Any]] = {}
-        self.optimizers: dict[str, torch.optim.Optimizer] = {}
-        self.schedulers: dict[str, Any] = {}
-        self._attach_adapters()
-        self.step = 0  # optimizer steps completed
         self.last_rollouts: list[ProblemRollout] = []  # this rank's
-        self.step_task_ids: list[str] = []
-
-    # -- set-up -----------------------------------------------------------------------------
-
-    def _attach_adapters(self) -> None:
-        from peft import LoraConfig
-
-        cfg = self.config
-        lora = LoraConfig(r=cfg.lora_rank, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                          target_modules=lora_target_modules(cfg.lora_targets), bias="none",
-                          task_type="CAUSAL_LM")
-        inits = per_role(cfg.helper_init, cfg.main_init)
-        for i, role in enumerate(self.roles):
-            name = adapter_of(role)
-            # LoRA's A matrices start random: from the run's seed, so a run (and every rank of
-            # it) starts from the same adapters.
-            with torch.random.fork_rng():
-                torch.manual_seed(cfg.seed * 1009 + i)
-                params = self.policy.add_adapter(name, lora, weights=inits[role])
-            self.params[role] = params
-            self.policy.select(name)  # DDP takes the weights that require grad now
-            self.losses[role] = agent_loss(params, self._chunk_loss, self.ranks)
-            opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-            self.optimizers[role] = opt
-            self.schedulers[role] = torch.optim.lr_scheduler.LambdaLR(
-                opt, lr_lambda(cfg, self.total_steps))
-
-    def adapter_names(self) -> dict[str, str]:
-        """role -> adapter (and folder) name."""
-        return {role: adapter_of(role) for role in self.roles}
 
     # -- a step -----------------------------------------------------------------------------
-
-    def sync_sampler(self) -> None:
-        """A sampler apart from the policy (vLLM, a server) gets the current adapter weights:
-        saved as PEFT folders and loaded under the agents' names (the engine versions them).
-        Nothing to do when the engine samples from the policy's own model."""
-        if self.policy.engine is self.engine or self._synced_step == self.step:
-            return
-        if self.sync_dir is None:
-            raise ValueError("a separate sampler needs a sync_dir for the adapters it loads")
-        folder = self.sync_dir / f"step-{self.step:06d}"
-        for role in self.roles:
-            name = adapter_of(role)
-            self.engine.load_adapter(name, str(self.policy.save(name, folder / name)))
-        self._synced_step = self.step
-        for old in sorted(self.sync_dir.glob("step-*"))[:-2]:  # the server may still read the last
-            shutil.rmtree(old, ignore_errors=True)
 
     def train_step(self) -> dict[str, float]:
         """Sample, score, update every agent once; return the step's metrics."""
@@ -311,29 +231,6 @@ class MAGRPOTrainer:
                 loss = loss + cfg.kl_coef * kl_tok.sum() / total * self.ranks.world
         return loss, (lp, kl_sum)
 
-    def _check_cancel(self) -> None:
-        if self.cancel is not None and self.cancel.is_set():
-            for opt in self.optimizers.values():
-                opt.zero_grad(set_to_none=True)
-            raise TrainingStopped(self.step)
-
-    def apply_gradients(self, role: str) -> dict[str, float]:
-        """Clip, step this agent's optimizer and schedule, clear its gradients."""
-        params = [p for p in self.params[role] if p.grad is not None]
-        norm = 0.0
-        if params:
-            if self.config.max_grad_norm > 0:
-                norm = float(torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm))
-            else:
-                norm = float(torch.linalg.vector_norm(
-                    torch.stack([torch.linalg.vector_norm(p.grad) for p in params])))
-        # Always step (AdamW skips weights without a gradient) so the scheduler stays in order.
-        self.optimizers[role].step()
-        self.optimizers[role].zero_grad(set_to_none=True)
-        lr = self.schedulers[role].get_last_lr()[0]
-        self.schedulers[role].step()
-        return {f"{role}/grad_norm": norm, f"{role}/lr": lr}
-
     def _step_metrics(self, rollouts: list[ProblemRollout], rstats: RolloutStats) -> dict[str, float]:
         roots = [r.root for r in rollouts]
         out = {k: float(v) for k, v in reward_levels(roots).items()}
@@ -368,25 +265,6 @@ class MAGRPOTrainer:
                                               for s in n.samples.get(role, [])])
         out["truncated_rate"] = rstats.finish.get("length", 0) / max(1, rstats.samples)
         return out
-
-    # -- state ------------------------------------------------------------------------------
-
-    def state_dict(self) -> dict[str, Any]:
-        """Everything but the adapter weights that a resumed run needs."""
-        return {
-            "step": self.step,
-            "optimizers": {r: o.state_dict() for r, o in self.optimizers.items()},
-            "schedulers": {r: s.state_dict() for r, s in self.schedulers.items()},
-            "rng": {"python": random.getstate(), "torch": torch.get_rng_state()},
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.step = int(state["step"])
-        for r in self.roles:
-            self.optimizers[r].load_state_dict(state["optimizers"][r])
-            self.schedulers[r].load_state_dict(state["schedulers"][r])
-        random.setstate(state["rng"]["python"])
-        torch.set_rng_state(state["rng"]["torch"])
 
 
 def siblings(samples: list[Sample]) -> list[list[Sample]]:

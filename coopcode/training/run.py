@@ -99,10 +99,15 @@ def open_rollout_engine(config: TrainConfig, progress: Any = None) -> tuple[Any,
     return engine, TransformersPolicy.load(config.model, progress=progress)
 
 
-def make_trainer(engine: Any, config: TrainConfig, problems: list[Problem], **kw: Any) -> Any:
+def make_trainer(engine: Any, config: TrainConfig, problems: list[Problem], *,
+                 warn: Any = None, **kw: Any) -> Any:
     from coopcode.training.grpo import GRPOTrainer
     from coopcode.training.magrpo import MAGRPOTrainer
 
+    if config.algo == "sft":
+        from coopcode.training.sft import SFTTrainer
+
+        return SFTTrainer(engine, config, problems, warn=warn, **kw)
     cls = GRPOTrainer if config.algo == "grpo" else MAGRPOTrainer
     return cls(engine, config, problems, **kw)
 
@@ -212,7 +217,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
 
     cancel = cancel or threading.Event()
     trainer = make_trainer(engine, config, problems, sandbox=sandbox, scorer=scorer, cancel=cancel,
-                           policy=policy, sync_dir=out / "rollout_adapters", ranks=ranks)
+                           policy=policy, sync_dir=out / "rollout_adapters", ranks=ranks,
+                           warn=lambda message: emit(Log(message=message, level="warning")))
     total = trainer.total_steps
     names = list(trainer.adapter_names().values())
     if state_dir is not None:
@@ -227,6 +233,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     emit(Started(job="train", total=total, meta={
         "out": str(out), "algo": config.algo, "model": engine.model_name,
         "problems": len(problems), "group_size": config.group_size, "reward": config.reward,
+        **({"examples": len(trainer.targets)} if config.algo == "sft" else {}),
         "resumed_from": trainer.step if state_dir else None,
     }))
     if state_dir is not None:
@@ -245,7 +252,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
                                   cancel=cancel)
         validate.warn_overlap(problems)
 
-    from coopcode.training.magrpo import TrainingStopped
+    from coopcode.training.trainer import TrainingStopped
 
     started, first_step = time.time(), trainer.step
     stopped = False
@@ -267,7 +274,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
             for warning in watch.new(log.history):  # each kind once, when it first shows
                 emit(Log(message=f"{warning.kind}: {warning.message}", level="warning"))
             lines = ranks.in_order(ranks.gather(sample_lines(step, trainer.last_rollouts)))
-            if ranks.main:  # every rank's samples of the step, in the step's problem order
+            if ranks.main and lines:  # every rank's samples of the step, in problem order
                 append_line(out / "samples.jsonl", "".join(f"{line}\n" for line in lines))
             rate = (time.time() - started) / max(1, step - first_step)
             emit(Progress(done=step, total=total, label=f"step {step}/{total}",
