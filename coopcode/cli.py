@@ -316,9 +316,12 @@ def evaluate(
         out.print(f"{head}mean reward ({row['reward']}): {row['mean_reward']:.3f}")
         if row.get("own_work_rate") is not None:
             solves = row.get("helper_solves_rate")
+            needed = row.get("both_needed_rate")
             out.print(f"{head}main does own work with the helper's answer: "
                       f"{100 * row['own_work_rate']:.1f}%; the helper alone solves the task: "
-                      + (f"{100 * solves:.1f}%" if solves is not None else "—"))
+                      + (f"{100 * solves:.1f}%" if solves is not None else "—")
+                      + "; both needed (of passing samples): "
+                      + (f"{100 * needed:.1f}%" if needed is not None else "—"))
     out.print(f"[dim]{len(result.samples)} samples, {result.problems} problems[/]")
     if result.infra_retries:
         out.print(f"[dim]{result.infra_retries} jobs ran again after their sandbox worker was "

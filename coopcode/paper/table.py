@@ -196,8 +196,10 @@ PROFILE = {"mean_tokens": ("Tokens per sample", "{:.1f}"),
            "runnable_rate": ("Programs that run", "{:.1%}"),
            "main_calls_helper_rate": ("Main calls the helper", "{:.1%}"),
            "own_work_rate": ("Main does own work with the helper's answer", "{:.1%}"),
-           "helper_solves_rate": ("The helper alone solves the task", "{:.1%}")}
-HELPER_FIGURES = ("main_calls_helper_rate", "own_work_rate", "helper_solves_rate")
+           "helper_solves_rate": ("The helper alone solves the task", "{:.1%}"),
+           "both_needed_rate": ("Both needed (of passing samples)", "{:.1%}")}
+HELPER_FIGURES = ("main_calls_helper_rate", "own_work_rate", "helper_solves_rate",
+                  "both_needed_rate")
 
 
 def _method_row(summary: Mapping[str, Any], key: str) -> dict[str, Any] | None:

@@ -186,6 +186,7 @@ class TrainPrinter:
 
     KEYS = (("reward/mean", "reward {:.3f}"), ("reward/std", "±{:.3f}"), ("pass_rate", "pass {:.0%}"),
             ("coop/own_work", "own work {:.0%}"), ("coop/helper_solves", "helper solves {:.0%}"),
+            ("coop/both_needed", "both needed {:.0%}"),
             ("alone/pass_rate", "main alone {:.0%}"),
             ("val/pass@1", "val pass@1 {:.1%}"), ("val/own_work", "val own work {:.0%}"),
             ("loss", "loss {:+.3f}"), ("grad_norm", "|g| {:.2f}"), ("kl", "kl {:.4f}"),

@@ -33,7 +33,8 @@ _STEP = re.compile(r"^step-(\d+)$")
 # The bench summary row's keys behind each val/ metric; a key the row lacks (or holds as
 # None, as GRPO's for the helper) gives no metric.
 METRIC_OF_KEY = {"pass@1": "val/pass@1", "acc@1": "val/acc@1",
-                 "own_work_rate": "val/own_work", "helper_solves_rate": "val/helper_solves"}
+                 "own_work_rate": "val/own_work", "helper_solves_rate": "val/helper_solves",
+                 "both_needed_rate": "val/both_needed"}
 
 
 def eval_dir(out: Path, step: int) -> Path:

@@ -87,7 +87,9 @@ class Cooperation:
         work = "own work" if self.own_work else "no own work"
         alone = {True: "; the helper alone solves it", False: "; the helper alone does not solve it",
                  None: ""}[self.helper_solves]
-        return f"main calls {names} {where} ({work}){alone}"
+        needed = {True: "; both needed (neither alone passes)",
+                  False: "; not both needed (one of them alone passes)", None: ""}[self.both_needed]
+        return f"main calls {names} {where} ({work}){alone}{needed}"
 
     def to_record(self) -> dict[str, Any]:
         """What a sample's record keeps."""
