@@ -112,11 +112,12 @@ def test_the_analysis_carries_both_measures_and_the_tui_line() -> None:
     assert found.summary == ("main calls aux inside a loop (own work); "
                              "the helper alone does not solve it")
     assert found.to_record() == {"patterns": list(found.patterns), "own_work": True,
-                                 "helper_solves": False}
+                                 "helper_solves": False, "both_needed": None}
     shell = analyse_cooperation(COUNT, main("return aux(s) >= 3"), "f", helper_solves=True)
     assert shell.shell and not shell.own_work
     rates = cooperation_rates([found, shell])
-    assert rates == {"own_work": 0.5, "helper_solves": 0.5, "uses_helper": 1.0, "shell": 0.5}
+    assert rates == {"own_work": 0.5, "helper_solves": 0.5, "uses_helper": 1.0, "shell": 0.5,
+                     "both_needed": None}
     # a record from before helper_solves was measured: the rest from its code
     old = cooperation_of({"helper_code": PRED, "main_code": main("return [aux(x) for x in s]"),
                           "entry_point": "f", "cooperation": ["coordinator"]})
