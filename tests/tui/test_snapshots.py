@@ -26,6 +26,11 @@ def steady(app: Any) -> None:
     for name in ("#run-name", "#out-name"):
         for widget in app.screen.query(name):
             widget.value = "demo"
+    if hasattr(app.screen, "memory_text"):  # this machine's memory: not the screen's to fix
+        app.screen.memory_text = lambda: "memory: TUI 1.2 GB · a job loads its own model · 20.0 GB free"
+        for refresh in ("_show_estimate", "_show_idle"):
+            if hasattr(app.screen, refresh):
+                getattr(app.screen, refresh)()
 
 
 async def ran(pilot: Any) -> None:

@@ -85,3 +85,33 @@ def test_tui_in_tmux_streams_code_and_shows_test_results(tmux: Tmux, tmp_path: P
     # Within a second on an idle machine (0.4-0.5 s measured, loaded, with the real model);
     # the bound leaves room for a loaded CI neighbour.
     assert took < 3.0, f"Ctrl+Q took {took:.1f}s"
+
+
+def test_the_main_flow_by_keys_alone_shows_the_run_and_its_verdict(tmux: Tmux, tmp_path: Path):
+    # Issue 42, item 1, as the user met it: Shift+Tab to the search, type, Enter, Enter,
+    # Ctrl+R. The run flashed and vanished behind the Problem tab; no verdict ever showed.
+    command = (f"cd {tmp_path} && COOPCODE_CACHE={tmp_path / 'cache'} {COOPCODE} tui --scripted "
+               f"--sandbox process; sleep 30")
+    tmux.run("new-session", "-d", "-s", tmux.name, "-x", "80", "-y", "24", command)
+    tmux.wait_for("scripted-demo", timeout=30)  # the agents are loaded
+    tmux.wait_for("has_close_elem", timeout=30)  # the problem list is filled
+    tmux.keys("BTab", "BTab", "BTab")  # the scheme, the prompt, the list, the search
+    tmux.keys("s", "t", "r", "l", "e", "n")
+    tmux.wait_for("23 strlen", timeout=15)
+    tmux.keys("Enter")
+    time.sleep(0.3)
+    tmux.keys("Enter")
+    tmux.wait_for("HumanEval/23", timeout=15)
+    tmux.keys("C-r")
+    screen = tmux.wait_for("tests", timeout=60)
+    screen = tmux.wait_for("reward (seed)", timeout=60)
+    assert "F9 Program" in screen and "candidate(" in screen  # the verdict and its tests
+    # `?`: every key of the screen, over it; Esc closes.
+    tmux.keys("?")
+    screen = tmux.wait_for("Keys · Collaborate", timeout=15)
+    assert "Ctrl+G" in screen and "F9" in screen
+    tmux.keys("Escape")
+    deadline = time.monotonic() + 10
+    while "Keys · Collaborate" in tmux.capture() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "Keys · Collaborate" not in tmux.capture()

@@ -556,7 +556,7 @@ class CollaborateScreen(Screen[None]):
             program.load_text(e.program)
             self._show_marks()
             self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
-            show_tab(self.query_one("#tabs", TabbedContent), "tab-program", "#program")
+            show_tab(self.query_one("#tabs", TabbedContent), "tab-program", "#tests")
         elif isinstance(e, VerdictReady):
             self.testing = False
             self.query_one("#tests", TestsTable).show(e.verdict)

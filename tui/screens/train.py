@@ -119,7 +119,7 @@ class TrainScreen(JobScreen):
 
     def _show_idle(self) -> None:
         """Before any run: what starting one costs in memory (tui.memory)."""
-        if self.job is None:
+        if self.job is None and not self.seen_started:
             self._status(f"idle · Ctrl+R starts a run\n{self.memory_text()}")
 
     def build_argv(self) -> list[str]:
