@@ -162,8 +162,10 @@ class TrainConfig:
         (), "--rollout-engine openai: the servers' URLs, comma-separated (vllm serve started with "
         "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True --enable-lora; they must read the run folder).")
     deterministic: bool = option(
-        False, "Local rollouts: sample every completion alone, so a sample never depends on its "
-        "batch (slower; what makes a multi-rank run equal a one-rank run exactly).")
+        False, "Sample every completion alone, so the same config, seed, machine and --threads "
+        "give the same steps bit for bit (samples, rewards, weights); batched, a sample's "
+        "rounding depends on what shares its forward, which thread timing decides (slower: no "
+        "batching; README, Training you can rerun).")
 
     @property
     def roles(self) -> tuple[str, ...]:

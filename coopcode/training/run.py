@@ -174,7 +174,8 @@ class _Checkpointer:
                 self.trainer.policy.save(name, folder / name)
 
         info = {"task_ids": [p.task_id for p in self.problems], "algorithm": config.algo,
-                "base": {"name": engine.model_name, "fingerprint": engine.model_fingerprint}}
+                "base": {"name": engine.model_name, "fingerprint": engine.model_fingerprint},
+                "runtime": runtime()}
         final = ckpt.save_state(out, step, self.trainer.state_dict(), write_adapters, info,
                                 keep=config.keep_checkpoints)
         ckpt.publish_adapters(out, final, self.names)
@@ -187,7 +188,7 @@ class _Checkpointer:
         ckpt.write_json_atomic(out / "manifest.json", ckpt.manifest(
             base_name=engine.model_name, fingerprint=engine.model_fingerprint,
             algorithm=config.algo, config=config.to_dict(), step=step, total_steps=self.total,
-            metrics=metrics, adapters=self.names, run=out.name))
+            metrics=metrics, adapters=self.names, run=out.name) | {"runtime": runtime()})
         self.emit(Log(message=f"checkpoint step {step}: {out}"))
 
 
@@ -211,6 +212,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     if owned:
         engine, policy = open_rollout_engine(config, progress)
     _check_base(out, engine, resume)
+    changed = _runtime_changed(state_info.get("runtime"), config)
+    if changed and ranks.main:
+        emit(Log(level="warning", message=changed))
     if state_info and state_info.get("task_ids") != [p.task_id for p in problems]:
         raise UserError(f"{out}: the problems changed since the run started "
                         f"({config.problems}); resume with the same data")
@@ -355,6 +359,30 @@ def sample_lines(step: int, rollouts: list[Any]) -> list[str]:
             actions.append(action)
         lines.append(json.dumps({"step": step, "task_id": r.problem.task_id, "actions": actions}))
     return lines
+
+
+def runtime() -> dict[str, Any]:
+    """What a run's arithmetic depends on beyond its config (README, "Training you can
+    rerun"): torch's version and CPU threads (the update's sums are split by thread)."""
+    import torch
+
+    return {"torch": torch.__version__, "threads": torch.get_num_threads(),
+            "device": "cuda" if torch.cuda.is_available() else "cpu"}
+
+
+def _runtime_changed(saved: Any, config: TrainConfig) -> str:
+    """A warning when a --deterministic run resumes on other threads or another torch (its
+    steps from here are not the ones it would have taken), else ''."""
+    if not config.deterministic or not isinstance(saved, dict):
+        return ""
+    now = runtime()
+    diffs = [f"{key} {saved[key]} -> {now[key]}" for key in ("threads", "torch", "device")
+             if key in saved and saved[key] != now[key]]
+    if not diffs:
+        return ""
+    hint = f" (--threads {saved['threads']})" if "threads" in saved else ""
+    return (f"resumed with {', '.join(diffs)}: the arithmetic rounds differently, so the "
+            f"steps from here are not bit for bit those of an uninterrupted run{hint}")
 
 
 def _check_base(out: Path, engine: Any, resume: bool) -> None:
