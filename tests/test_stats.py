@@ -90,3 +90,45 @@ def test_the_95_interval_covers_the_true_pass_at_1_95_percent_of_the_time() -> N
         assert est.low is not None and est.high is not None
         covered += est.low <= truth <= est.high
     assert 0.93 <= covered / draws <= 0.97, covered / draws
+
+
+def test_a_pooled_rate_has_the_standard_error_of_its_problems() -> None:
+    from coopcode.evaluation.stats import pooled_rate
+
+    # Two samples per problem: the pooled rate's SE is that of the per-problem rates' mean.
+    counts = [(2, 2), (1, 2), (0, 2), (0, 2), (1, 2)]
+    pooled = pooled_rate(counts)
+    assert pooled is not None and pooled.mean == pytest.approx(0.4)
+    per_problem = mean_interval([h / n for h, n in counts])
+    assert pooled.se == pytest.approx(per_problem.se)
+    # Unequal counts (a rate measured on some samples only): the clustered ratio estimator,
+    # by hand; problems where nothing was measured do not count.
+    uneven = pooled_rate([(1, 1), (0, 2), (2, 3), (0, 0)])
+    assert uneven is not None and uneven.mean == pytest.approx(0.5) and uneven.problems == 3
+    by_hand = (3 / 2 * ((1 - 0.5) ** 2 + (0 - 1.0) ** 2 + (2 - 1.5) ** 2) / 6 ** 2) ** 0.5
+    assert uneven.se == pytest.approx(by_hand)
+    assert pooled_rate([(0, 0)]) is None
+
+
+def test_a_candidate_is_preferred_only_when_ahead_by_more_than_two_standard_errors() -> None:
+    from coopcode.evaluation.stats import PREFER_SE, choose, lead
+
+    problems = [f"p{i}" for i in range(20)]
+    base = {p: 0.0 for p in problems}
+    # Ahead on 12 of 20 problems, behind on none: paired, the lead is many SE.
+    clear = {p: 1.0 if i < 12 else 0.0 for i, p in enumerate(problems)}
+    assert lead(clear, base).in_se is not None and lead(clear, base).in_se > PREFER_SE
+    picked = choose({"base": base, "clear": clear})
+    assert (picked.best, picked.preferred, picked.tied) == ("clear", "clear", [])
+    # Ahead on 2 of 20: a lead of 0.1, 1.45 SE: the two are tied.
+    small = {p: 1.0 if i < 2 else 0.0 for i, p in enumerate(problems)}
+    tie = choose({"base": base, "small": small})
+    assert (tie.best, tie.preferred, tie.tied) == ("small", None, ["base"])
+    d = lead(small, base)
+    assert d.paired and d.difference == pytest.approx(0.1) and not d.decisive
+    # Three candidates: the best must lead every other one by more than 2 SE.
+    three = choose({"base": base, "clear": clear, "close": {**clear, "p0": 0.0, "p1": 0.0}})
+    assert three.best == "clear" and three.preferred is None and three.tied == ["close"]
+    # Different problems: no pairing, the two standard errors combined.
+    other = {f"q{i}": v for i, v in enumerate(clear.values())}
+    assert not lead(other, base).paired

@@ -98,7 +98,9 @@ class BenchSummary:
     the headline cooperation rates `own_work_rate`, `helper_solves_rate` (over the samples
     whose helper was run alone), `uses_helper_rate`, `shell_rate` and `both_needed_rate`
     (over the passing samples where it was measured: the pair passes, the helper alone and
-    main with a stub helper both fail) (`coopcode.written.analysis`; None for one agent).
+    main with a stub helper both fail) (`coopcode.written.analysis`; None for one agent),
+    each with `NAME_rate_se`, its standard error over problems (`stats.pooled_rate`), and
+    `cooperation_per_problem` each problem's rates.
     """
 
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -116,6 +118,20 @@ def _uncertainty(row: dict[str, Any], metric: str, by_problem: dict[str, float])
     row[f"{metric}_se"] = None if est.se is None else round(est.se, 4)
     row[f"{metric}_ci"] = None if est.low is None or est.high is None else [
         round(est.low, 4), round(est.high, 4)]
+
+
+def _rate_se(found_of: dict[str, list[Any]], name: str,
+             rates_of: dict[str, dict[str, Any]]) -> float | None:
+    """The standard error over problems of a cooperation rate (`stats.pooled_rate`), from
+    each problem's samples where `name` was measured; each problem's own rate goes into
+    `rates_of` (None where none was measured)."""
+    counts = []
+    for t, found in found_of.items():
+        measured = [bool(getattr(c, name)) for c in found if getattr(c, name) is not None]
+        counts.append((sum(measured), len(measured)))
+        rates_of[t][name] = round(sum(measured) / len(measured), 6) if measured else None
+    est = stats.pooled_rate(counts)
+    return None if est is None or est.se is None else round(est.se, 4)
 
 
 def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list[str],
@@ -163,14 +179,20 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
             for t in per_problem:
                 per_problem[t][f"pass@{k}"] = round(pass_k[t], 6)
                 per_problem[t][f"acc@{k}"] = round(acc_k[t], 6)
-        found = [cooperation_of(x) for x in flat] if has_helper(scheme) else []
+        found_of = ({t: [cooperation_of(x) for x in v] for t, v in complete.items()}
+                    if has_helper(scheme) else {})
+        found = [c for v in found_of.values() for c in v]
         row["cooperation"] = pattern_rates([c.patterns for c in found]) if found else {}
         # The headline: does main do work of its own with the helper's answer, does the
         # helper alone solve the task (coopcode.written.analysis); None for one agent.
         rates = cooperation_rates(found)
+        rates_of: dict[str, dict[str, Any]] = {t: {} for t in found_of}
         for name in ("own_work", "helper_solves", "uses_helper", "shell", "both_needed"):
             row[f"{name}_rate"] = rates[name]
+            row[f"{name}_rate_se"] = _rate_se(found_of, name, rates_of)
         row["per_problem"] = per_problem
+        if rates_of:
+            row["cooperation_per_problem"] = rates_of
         rows.append(row)
     return BenchSummary(rows=rows, ks=tuple(config.ks))
 

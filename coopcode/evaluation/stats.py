@@ -159,3 +159,97 @@ def paired_difference(a: Sequence[float], b: Sequence[float], *,
     lost = sum(d < 0 for d in diffs)
     return PairedDifference(mean_interval(diffs, level=level, bounds=(-1.0, 1.0)),
                             gained, lost, len(diffs) - gained - lost, sign_test(gained, lost))
+
+
+def pooled_rate(counts: Sequence[tuple[int, int]], *, level: float = LEVEL) -> Estimate | None:
+    """A share pooled over samples, sum(hits) / sum(measured), from each problem's
+    (hits, measured), with its standard error over problems: the ratio estimator's, clustered
+    by problem (m/(m-1) * sum((hits_i - r * measured_i)^2) / (sum measured)^2), since the
+    samples of one problem are not independent. With the same number of samples per problem
+    it is the standard error of the per-problem rates' mean. None when nothing was measured."""
+    kept = [(h, n) for h, n in counts if n > 0]
+    total = sum(n for _, n in kept)
+    if not kept:
+        return None
+    rate = sum(h for h, _ in kept) / total
+    m = len(kept)
+    if m < 2:
+        return Estimate(rate, None, None, None, m)
+    var = m / (m - 1) * math.fsum((h - rate * n) ** 2 for h, n in kept) / total ** 2
+    se = math.sqrt(var)
+    half = t_quantile(m - 1, level) * se
+    return Estimate(rate, se, max(0.0, rate - half), min(1.0, rate + half), m)
+
+
+# A recipe (a run, a validation step) is preferred over another only when it is ahead by
+# more than this many standard errors of their difference; closer, the validation split does
+# not tell them apart (README, "Training": validation that can choose).
+PREFER_SE = 2.0
+
+
+@dataclass(frozen=True)
+class Lead:
+    """How far A is ahead of B: the difference of their means, its standard error (paired
+    over the problems both hold, else from the two standard errors), in standard errors."""
+
+    difference: float
+    se: float | None
+    paired: bool
+
+    @property
+    def in_se(self) -> float | None:
+        if self.se is None:
+            return None
+        if self.se == 0.0:
+            return math.inf if self.difference > 0 else (-math.inf if self.difference < 0 else 0.0)
+        return self.difference / self.se
+
+    @property
+    def decisive(self) -> bool:
+        """Ahead by more than PREFER_SE standard errors."""
+        z = self.in_se
+        return z is not None and z > PREFER_SE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"difference": self.difference, "se": self.se, "paired": self.paired,
+                "in_se": self.in_se, "decisive": self.decisive}
+
+
+def lead(a: dict[str, float], b: dict[str, float]) -> Lead:
+    """A's lead over B from per-problem estimates (problem -> estimate): paired over the
+    problems when both hold the same ones, else the difference of two independent means."""
+    if a.keys() == b.keys() and a:
+        keys = sorted(a)
+        est = paired_difference([b[k] for k in keys], [a[k] for k in keys]).difference
+        return Lead(est.mean, est.se, True)
+    ea, eb = mean_interval(list(a.values())), mean_interval(list(b.values()))
+    se = None if ea.se is None or eb.se is None else math.sqrt(ea.se ** 2 + eb.se ** 2)
+    return Lead(ea.mean - eb.mean, se, False)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Which of several candidates the figures prefer: the best by mean, `preferred` only
+    when it leads every other by more than PREFER_SE standard errors; `tied` the others it
+    does not lead that far (best first)."""
+
+    best: str
+    preferred: str | None
+    tied: list[str]
+    leads: dict[str, Lead]  # the best's lead over each other candidate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"best": self.best, "preferred": self.preferred, "tied": self.tied,
+                "margin_se": PREFER_SE, "leads": {k: v.to_dict() for k, v in self.leads.items()}}
+
+
+def choose(candidates: dict[str, dict[str, float]]) -> Choice:
+    """The candidate (name -> per-problem estimates) the figures prefer, if any."""
+    if not candidates:
+        raise ValueError("nothing to choose from")
+    means = {name: math.fsum(v.values()) / len(v) if v else 0.0 for name, v in candidates.items()}
+    best = max(candidates, key=lambda name: means[name])  # the first of equals
+    leads = {name: lead(candidates[best], est) for name, est in candidates.items() if name != best}
+    tied = sorted((name for name, d in leads.items() if not d.decisive),
+                  key=lambda name: -means[name])
+    return Choice(best, None if tied else best, tied, leads)

@@ -212,7 +212,7 @@ class TrainPrinter:
                                f"reward {m.get('reward') or 'seed'}, "
                                f"{event.total} steps -> {m.get('out')}", highlight=False)
         elif isinstance(event, ev.Metric):
-            parts = [fmt.format(event.values[k]) for k, fmt in self.KEYS if k in event.values]
+            parts = [_figure(event.values, k, fmt) for k, fmt in self.KEYS if k in event.values]
             where = "before training" if event.step == 0 else f"step {event.step}/{self.total}"
             self.console.print(f"{where}  " + "  ".join(parts), highlight=False)
         elif isinstance(event, ev.Log):
@@ -221,6 +221,15 @@ class TrainPrinter:
                                    soft_wrap=True)
             else:
                 self.console.print(f"[dim]{event.message}[/]", highlight=False)
+
+
+def _figure(values: dict[str, float], key: str, fmt: str) -> str:
+    """One figure of a step's line; a validation figure with its standard error."""
+    text = fmt.format(values[key])
+    se = values.get(f"{key}_se")
+    if se is not None and key.startswith("val/"):
+        text += f" ±{se:.1%}"
+    return text
 
 
 @checkpoints_app.command("list")
@@ -268,14 +277,20 @@ def checkpoints_show(
 ) -> None:
     """One run: its base model, algorithm, settings, adapters and training curve."""
     from coopcode.training.saved_runs import find_checkpoint, plot_curves, reward_curve
+    from coopcode.training.validation import choose_step, evaluations
 
     info = find_checkpoint(run, Path(folder.root))
-    curve = reward_curve(info.metrics_history())
+    history = info.metrics_history()
+    curve = reward_curve(history)
     warnings = info.warnings()
     written = plot_curves(info) if curves.plot else None
+    evals = evaluations(info.path, history)
+    choice = choose_step(evals)
     if as_json.as_json:
         extra = {"curves_png": str(written)} if written is not None else {}
-        print(json.dumps({**info.to_dict(), "curve": curve,
+        validation = {"evaluations": [{"step": e["step"], **e["figures"]} for e in evals],
+                      "choice": choice.to_dict() if choice is not None else None}
+        print(json.dumps({**info.to_dict(), "curve": curve, "validation": validation,
                           "warnings": [w.to_dict() for w in warnings], **extra}, default=str))
         return
     m = info.manifest
@@ -300,6 +315,8 @@ def checkpoints_show(
         for row in curve:
             table.add_row(row["steps"], f"{row['reward_mean']:.3f}", f"{row['pass_rate']:.1%}")
         out.print(table)
+    if evals:
+        _print_validation(evals, choice)
     for w in warnings:
         out.print(f"[yellow]warning ({w.kind}):[/] {w.message}", highlight=False, soft_wrap=True)
     if not warnings and curve:
@@ -308,15 +325,50 @@ def checkpoints_show(
         out.print(f"curves: {written}", highlight=False, soft_wrap=True)
 
 
+def _with_se(figures: dict[str, float], key: str) -> str:
+    value, se = figures.get(key), figures.get(f"{key}_se")
+    if value is None:
+        return "-"
+    return f"{value:.1%}" + ("" if se is None else f" ± {se:.1%}")
+
+
+def _print_validation(evals: list[dict[str, Any]], choice: Any) -> None:
+    """The run's evaluations, each figure ± its standard error over problems, and which step
+    the two-standard-error rule prefers."""
+    table = Table(title="validation (± standard error over problems)")
+    keys = [k for k in ("val/pass@1", "val/own_work", "val/helper_solves", "val/both_needed")
+            if any(k in e["figures"] for e in evals)]
+    for col in ("step", *(k.split("/", 1)[1].replace("_", " ") for k in keys)):
+        table.add_column(col)
+    for e in evals:
+        table.add_row(str(e["step"]), *(_with_se(e["figures"], k) for k in keys))
+    out.print(table)
+    if choice is None:
+        return
+    if choice.preferred is not None:
+        out.print(f"val pass@1: {choice.preferred} is preferred: ahead of every other evaluation "
+                  "by more than 2 standard errors (paired over problems)", highlight=False)
+    else:
+        out.print(f"val pass@1: no step is preferred: {choice.best} leads, but not "
+                  f"{', '.join(choice.tied)} by more than 2 standard errors (paired over "
+                  "problems)", highlight=False, soft_wrap=True)
+
+
 @dataclass(frozen=True)
 class ExamplesFile:
     """Where `coopcode problems sft-examples` writes."""
 
-    out: str | None = option(None, "The examples file to write (JSONL; replaced whole).")
+    out: str | None = option(None, "The examples file to write, replaced whole [default: "
+                             "SET-sft.jsonl here, e.g. compose-train-sft.jsonl].")
 
     def validate(self) -> None:
-        if not self.out:
-            raise UserError("--out FILE.jsonl: say where to write the examples")
+        pass
+
+    def path(self, problem_set: str) -> Path:
+        if self.out:
+            return Path(self.out)
+        stem = Path(problem_set).stem if problem_set.endswith((".jsonl", ".py")) else problem_set
+        return Path(f"{stem.replace(':', '-').replace('/', '-')}-sft.jsonl")
 
 
 @config_options
@@ -336,8 +388,7 @@ def sft_examples_command(
     from coopcode.training.canonical_examples import write_examples
 
     problems = load_problems(problem_set)
-    assert target.out is not None  # validate() made sure
-    path = Path(target.out)
+    path = target.path(problem_set)
 
     def warn(message: str) -> None:
         err.print(f"[yellow]warning:[/] {message}", highlight=False)

@@ -12,6 +12,7 @@ recomputed from what a run keeps; they go into that step's metrics.jsonl record 
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import shutil
@@ -87,14 +88,85 @@ def bench_config(config: TrainConfig, label: str) -> BenchConfig:
                        reward=config.reward)
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def val_metrics(row: Mapping[str, Any]) -> dict[str, float]:
-    """The `val/*` metrics of a bench summary row (those the row has)."""
+    """The `val/*` metrics of a bench summary row (those the row has), each with its
+    standard error over problems where the row has one (`val/pass@1_se`, ...)."""
     out = {}
     for key, metric in METRIC_OF_KEY.items():
-        value = row.get(key)
+        value, se = row.get(key), row.get(f"{key}_se")
         if isinstance(value, int | float) and not isinstance(value, bool):
             out[metric] = float(value)
+            if isinstance(se, int | float) and not isinstance(se, bool):
+                out[f"{metric}_se"] = float(se)
     return out
+
+
+def per_problem(row: Mapping[str, Any], metric: str) -> dict[str, float]:
+    """Each problem's estimate behind a `val/*` metric (pass@1: its pass@1; own work: the
+    share of its samples with own work), from a bench summary row; problems where it was not
+    measured are left out."""
+    name = next(k for k, m in METRIC_OF_KEY.items() if m == metric)
+    key = name.removesuffix("_rate")
+    found = row.get("cooperation_per_problem" if name.endswith("_rate") else "per_problem")
+    if not isinstance(found, Mapping):
+        return {}
+    return {t: float(v[key]) for t, v in found.items()
+            if isinstance(v, Mapping) and _number(v.get(key))}
+
+
+def evaluation_row(folder: Path) -> dict[str, Any] | None:
+    """The bench summary row of one evaluation folder: its summary.json's, or recomputed from
+    its samples where that summary predates the standard errors of the cooperation rates (or
+    is missing). None when the folder holds no evaluation."""
+    summary = folder / "summary.json"
+    try:
+        rows = json.loads(summary.read_text()).get("rows") or []
+    except (OSError, ValueError, AttributeError):
+        rows = []
+    if rows and isinstance(rows[0], dict) and ("own_work_rate_se" in rows[0]
+                                               or rows[0].get("own_work_rate") is None):
+        return dict(rows[0])
+    from coopcode.evaluation.compare import summarize_folder
+
+    try:
+        recomputed = summarize_folder(folder).rows
+    except (UserError, OSError, ValueError, IndexError):
+        return dict(rows[0]) if rows else None
+    return dict(recomputed[0]) if recomputed else None
+
+
+def evaluations(out: Path, history: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A run's evaluations, step 0 first: each `{step, figures, row}`, the figures (`val/*`
+    with `val/*_se`) from the evaluation's folder (its summary, or its samples as judged
+    now, for runs made before the standard errors were kept), else as metrics.jsonl holds
+    them: a figure and its standard error always come from the same samples."""
+    found = []
+    for record in history:
+        if "val/pass@1" not in record:
+            continue
+        step = int(record["step"])
+        figures = {k: float(v) for k, v in record.items() if k.startswith("val/") and _number(v)}
+        row = evaluation_row(eval_dir(out, step))
+        if row is not None:
+            figures = {**figures, **val_metrics(row)}
+        found.append({"step": step, "figures": figures, "row": row})
+    return found
+
+
+def choose_step(found: Sequence[Mapping[str, Any]], metric: str = "val/pass@1") -> Any:
+    """Which evaluation the figures prefer by `metric` (`stats.choose`: the best step, and
+    whether it leads every other by more than two standard errors, paired over problems);
+    None when fewer than two evaluations hold the per-problem figures."""
+    from coopcode.evaluation.stats import choose
+
+    candidates = {f"step {e['step']}": per_problem(e["row"], metric)
+                  for e in found if e.get("row")}
+    candidates = {k: v for k, v in candidates.items() if v}
+    return choose(candidates) if len(candidates) >= 2 else None
 
 
 class Validation:

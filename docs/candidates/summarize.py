@@ -8,6 +8,12 @@ Each folder here is one candidate run (trained on humaneval:fit, validated on hu
 every 10 steps): config.json, metrics.jsonl, samples.jsonl.gz (what the agents wrote at each
 step) and validation/step-N/ (each evaluation's samples, gzipped, and summary.json). The
 adapters are not committed (the chosen recipe's final runs are, in checkpoints/).
+
+Every validation figure carries its standard error over problems (`±`, from the evaluation's
+samples: `coopcode.training.validation.evaluations`), and the candidates are compared at
+their last evaluation by the rule the README states: one is preferred only when it leads
+every other by more than two standard errors of the difference, paired over the problems
+(`coopcode.evaluation.stats.choose`).
 """
 
 from __future__ import annotations
@@ -25,11 +31,16 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+KEYS = ("val/pass@1", "val/own_work", "val/helper_solves")
+
+
 def candidate(folder: Path) -> dict[str, Any]:
     """One candidate's recipe and figures."""
+    from coopcode.training.validation import evaluations, per_problem
+
     config = json.loads((folder / "config.json").read_text())
     rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
-    evals = {r["step"]: r for r in rows if "val/pass@1" in r}
+    evals = {e["step"]: e for e in evaluations(folder, rows)}
     steps = [r for r in rows if r["step"] > 0]
     windows = {}
     for first, last in WINDOWS:
@@ -42,9 +53,12 @@ def candidate(folder: Path) -> dict[str, Any]:
                                                 "drop_constant_groups", "temperature", "top_p",
                                                 "turns") if k in config},
             "steps": max((r["step"] for r in steps), default=0),
-            "val": {step: {k.split("/", 1)[1]: r.get(k) for k in
-                           ("val/pass@1", "val/own_work", "val/helper_solves")}
-                    for step, r in sorted(evals.items())},
+            "val": {step: {k.split("/", 1)[1]: e["figures"].get(k) for k in KEYS}
+                    for step, e in sorted(evals.items())},
+            "val_se": {step: {k.split("/", 1)[1]: e["figures"].get(f"{k}_se") for k in KEYS}
+                       for step, e in sorted(evals.items())},
+            "last": {k.split("/", 1)[1]: per_problem(evals[max(evals)]["row"] or {}, k)
+                     for k in KEYS} if evals else {},
             "training": windows}
 
 
@@ -52,12 +66,45 @@ def _pct(x: float | None) -> str:
     return "—" if x is None else f"{100 * x:.1f}"
 
 
+def _pct_se(x: float | None, se: float | None) -> str:
+    return _pct(x) if se is None or x is None else f"{100 * x:.1f}±{100 * se:.1f}"
+
+
+def choices(found: list[dict[str, Any]]) -> dict[str, Any]:
+    """The candidates compared at their last evaluation, per figure (`stats.choose`)."""
+    from coopcode.evaluation.stats import choose
+
+    out = {}
+    for key in ("pass@1", "own_work"):
+        candidates = {c["name"]: c["last"].get(key) or {} for c in found}
+        candidates = {k: v for k, v in candidates.items() if v}
+        if len(candidates) >= 2:
+            out[key] = choose(candidates).to_dict()
+    return out
+
+
+def choice_lines(found: list[dict[str, Any]]) -> list[str]:
+    """What the two-standard-error rule says of the candidates, one line per figure."""
+    lines = []
+    for key, c in choices(found).items():
+        what = {"pass@1": "val pass@1", "own_work": "val own work"}[key]
+        leads = ", ".join(f"{name} by {100 * lead['difference']:.1f}±{100 * lead['se']:.1f} "
+                          f"({lead['in_se']:.1f} SE)" for name, lead in c["leads"].items()
+                          if lead["se"] is not None)
+        verdict = (f"**{c['preferred']} is preferred**" if c["preferred"] else
+                   f"no candidate is preferred: {c['best']} leads, but not {', '.join(c['tied'])} "
+                   "by more than two standard errors")
+        lines.append(f"- {what} at the last evaluation: {verdict} (its lead, paired over the "
+                     f"problems: {leads}).")
+    return lines
+
+
 def markdown(found: list[dict[str, Any]]) -> str:
-    lines = ["| Candidate | Recipe | val pass@1 by step (0 / 10 / 20 / 30) | val own work | "
+    lines = ["| Candidate | Recipe | val pass@1 by step (0 / 10 / 20 / 30), ±SE | val own work | "
              "val helper alone solves | training: main calls the helper (steps 1-10 / 21-30) |",
              "|---|---|---|---|---|---|"]
     for c in found:
-        val = c["val"]
+        val, se = c["val"], c["val_se"]
         steps = [s for s in (0, 10, 20, 30) if s in val]
         options = dict(c["options"])
         credit = options.pop("agent_credit", None) or ("counterfactual" if c["reward"] == "credit"
@@ -69,16 +116,21 @@ def markdown(found: list[dict[str, Any]]) -> str:
         calls = c["training"]
         lines.append(
             f"| {c['name']} | {recipe.strip()} | "
-            + " / ".join(_pct(val[s]["pass@1"]) for s in steps) + " | "
-            + " / ".join(_pct(val[s]["own_work"]) for s in steps) + " | "
-            + " / ".join(_pct(val[s]["helper_solves"]) for s in steps) + " | "
+            + " / ".join(_pct_se(val[s]["pass@1"], se[s]["pass@1"]) for s in steps) + " | "
+            + " / ".join(_pct_se(val[s]["own_work"], se[s]["own_work"]) for s in steps) + " | "
+            + " / ".join(_pct_se(val[s]["helper_solves"], se[s]["helper_solves"])
+                         for s in steps) + " | "
             + f"{_pct(calls['1-10']['main_calls_helper'])} / {_pct(calls['21-30']['main_calls_helper'])} |")
-    return "\n".join(lines)
+    return "\n".join([*lines, "", *choice_lines(found)])
 
 
 def main() -> None:
     found = [candidate(f) for f in sorted(HERE.iterdir()) if (f / "metrics.jsonl").exists()]
-    print(json.dumps(found, indent=1) if "--json" in sys.argv else markdown(found))
+    if "--json" in sys.argv:
+        print(json.dumps({"candidates": [{k: v for k, v in c.items() if k != "last"}
+                                         for c in found], "choices": choices(found)}, indent=1))
+    else:
+        print(markdown(found))
 
 
 if __name__ == "__main__":

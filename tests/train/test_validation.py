@@ -107,8 +107,12 @@ def test_each_evaluation_is_a_bench_folder_of_the_runs_scheme_seed_and_budget(
         summary = json.loads((folder / "summary.json").read_text())
         (row,) = summary["rows"]
         assert summary["meta"]["complete"] and summary["meta"]["temperature"] == 0.8
-        # The figures in metrics.jsonl are the bench's, recomputable from the folder.
+        # The figures in metrics.jsonl are the bench's, recomputable from the folder, each
+        # with its standard error over the problems.
         assert records[step]["val/pass@1"] == row["pass@1"]
+        assert records[step]["val/pass@1_se"] == row["pass@1_se"]
+        assert records[step]["val/own_work_se"] == row["own_work_rate_se"]
+        assert set(row["cooperation_per_problem"][VAL_3[0]]) >= {"own_work", "helper_solves"}
         assert records[step]["val/pass@1"] == sum(s["passed"] for s in samples) / len(samples)
         meta = json.loads((folder / "meta.json").read_text())
         assert meta["config"]["seed"] == 0 and meta["config"]["max_new_tokens"] == 4
@@ -135,6 +139,17 @@ def test_checkpoints_show_plots_a_validated_run(
     assert detail["curve"][0]["steps"].startswith("1-")
     with Image.open(detail["curves_png"]) as img:
         assert img.format == "PNG"
+    # Every evaluation with its standard errors, and which step the two-SE rule prefers.
+    evals = detail["validation"]["evaluations"]
+    assert [e["step"] for e in evals] == [0, 2, 3, 4]
+    assert all("val/pass@1_se" in e and "val/own_work_se" in e for e in evals)
+    choice = detail["validation"]["choice"]
+    assert choice["margin_se"] == 2.0 and choice["best"].startswith("step ")
+    assert (choice["preferred"] is None) == bool(choice["tied"])
+    text = coopcode("checkpoints", "show", str(run))
+    assert text.returncode == 0, text.stderr
+    assert "validation (± standard error over problems)" in text.stdout
+    assert "is preferred" in text.stdout or "no step is preferred" in text.stdout
 
 
 def test_a_run_killed_during_an_evaluation_redoes_that_step(tiny_model_dir: Path,

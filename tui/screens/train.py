@@ -186,10 +186,16 @@ class TrainScreen(JobScreen):
         self.query_one("#train-status", Label).update(escape(text))
 
     def _reward_text(self) -> str:
+        """The last reward, and the last validation pass@1 ± its standard error over problems."""
         last = self.metrics[-1][1] if self.metrics else {}
-        if "reward/mean" not in last:
-            return ""
-        return f" · reward {last['reward/mean']:.3f} {self.reward_name}".rstrip()
+        text = (f" · reward {last['reward/mean']:.3f} {self.reward_name}".rstrip()
+                if "reward/mean" in last else "")
+        val = next((v for _, v in reversed(self.metrics) if "val/pass@1" in v), None)
+        if val is not None:
+            se = val.get("val/pass@1_se")
+            text += f" · val pass@1 {val['val/pass@1']:.1%}" + (
+                f" ± {se:.1%}" if se is not None else "")
+        return text
 
     def handle_event(self, event: Event) -> None:
         if isinstance(event, Metric):
