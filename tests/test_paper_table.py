@@ -269,16 +269,18 @@ def test_where_the_passing_answers_came_from_is_what_the_committed_samples_give(
     seed1 = figures["magrpo-credit-seed1"]
     assert seed1["passed_solves"] == seed1["passed"] == 178  # every pass: the helper alone solves
     assert figures["magrpo-credit"]["broken_by_helper"] == 36  # seed 0: the helper's text breaks it
-    # seed 1's one own-work sample: main's body is the helper's aux, copied
+    # seed 1's one sample the syntax rule once called own work: main's body is the helper's
+    # aux, copied; the rule mended in issue 40 no longer counts copied statements as main's
     sys.path.insert(0, str(COOP))
     try:
         import transcribed
     finally:
         sys.path.remove(str(COOP))
     with gzip.open(COOP / pt.SAMPLES / "magrpo-credit-seed1" / "samples.jsonl.gz", "rt") as f:
-        own = [json.loads(line) for line in f if '"own_work": true' in line]
-    assert [(s["task_id"], s["sample"]) for s in own] == [("HumanEval/119", 6)]
-    assert transcribed.bodies(own[0]["main_code"])[0] == transcribed.bodies(own[0]["helper_code"])[0]
+        records = [json.loads(line) for line in f]
+    assert not [r for r in records if r["cooperation"]["own_work"]]
+    (copy,) = [r for r in records if (r["task_id"], r["sample"]) == ("HumanEval/119", 6)]
+    assert transcribed.bodies(copy["main_code"])[0] == transcribed.bodies(copy["helper_code"])[0]
     table = subprocess.run([sys.executable, str(COOP / "transcribed.py")], capture_output=True,
                            text=True, check=True).stdout
     benchmarks = (REPO / "BENCHMARKS.md").read_text()

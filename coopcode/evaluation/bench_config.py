@@ -30,7 +30,7 @@ class BenchConfig:
     n: int = option_like(SampleSettings, "n", form=2)
     temperature: float = option_like(SampleSettings, "temperature", label="temp", form=3)
     top_p: float = option_like(SampleSettings, "top_p")
-    problems: str = option("humaneval:test", "humaneval[:train|test|val|fit|all], a .jsonl, a .py or a folder.")
+    problems: str = option("humaneval:test", "humaneval[:train|test|val|fit|all], compose[:train|val|test|all] (problems with a contract for aux), a .jsonl, a .py or a folder.")
     schemes: tuple[str, ...] = option((DEFAULT_SCHEME,), f"Comma-separated schemes: {', '.join(scheme_names())}.",
                                       flags=("--scheme",), choices=scheme_names, noun="scheme")
     limit: int | None = option(None, "Only the first N problems.", at_least=1, form=4)
