@@ -260,7 +260,8 @@ def checkpoints_list(folder: RunsFolder, as_json: JsonOutput) -> None:
     for r in runs:
         step = "?" if r.step is None else f"{r.step}/{r.total_steps or '?'}"
         # Named: a credit run's 0.78 and a coop run's 3.0 are on different scales.
-        reward = f"{'?' if r.reward is None else f'{r.reward:.3f}'} {r.reward_name}"
+        reward = (f"{'?' if r.reward is None else f'{r.reward:.3f}'} {r.reward_name}"
+                  if r.algorithm != "sft" else "- (sft)")  # a warm start earns no reward
         size = f"{sum(r.adapters.values()) / 1e6:.1f} MB"
         rows.append([r.name, r.algorithm, r.base, step, reward, ", ".join(r.adapters) or "-", size,
                      str(r.path)])
@@ -303,7 +304,17 @@ def checkpoints_show(
     for role, size in info.adapters.items():
         out.print(f"  {role}/  {size / 1e6:.1f} MB")
     config = info.config
-    if config:
+    if config and info.algorithm == "sft":  # a warm start: its data and its loss
+        keys: tuple[str, ...] = ("problems", "examples", "scheme", "max_new_tokens",
+                                 "learning_rate", "lora_rank", "seed")
+        out.print("config: " + ", ".join(f"{k}={config[k]}" for k in keys if k in config),
+                  highlight=False, soft_wrap=True)
+        losses = [r for r in history if isinstance(r.get("loss"), int | float)]
+        if losses:
+            out.print(f"loss (mean NLL per target token, summed over the agents): step "
+                      f"{losses[0]['step']} {losses[0]['loss']:.3f} -> step {losses[-1]['step']} "
+                      f"{losses[-1]['loss']:.3f}", highlight=False)
+    elif config:
         keys = ("problems", "scheme", "joint", "group_size", "max_new_tokens", "temperature",
                 "turns", "learning_rate", "lora_rank", "kl_coef", "seed")
         out.print(f"reward {info.reward_name}; config: "

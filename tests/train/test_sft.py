@@ -108,6 +108,10 @@ def test_the_sft_step_lowers_the_loss_on_its_data_and_rl_starts_from_it(
     assert history[-1]["helper/loss"] < history[0]["helper/loss"]
     assert history[-1]["main/loss"] < history[0]["main/loss"]
     assert not (out / "samples.jsonl").exists()  # nothing is sampled
+    shown = coopcode("checkpoints", "show", str(out))
+    assert shown.returncode == 0, shown.stderr
+    assert "algorithm sft, step 6/6" in shown.stdout and "scheme=contract" in shown.stdout
+    assert "loss (mean NLL per target token, summed over the agents): step 1" in shown.stdout
 
     def loss(run: Path | None) -> dict[str, float]:
         cfg = TrainConfig(algo="sft", examples=str(examples_file), problems="compose:train",
