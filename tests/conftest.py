@@ -10,6 +10,12 @@ from typing import Any
 
 import pytest
 
+# Before any test module imports torch: importing coopcode sets OMP_WAIT_POLICY=PASSIVE,
+# which torch's OpenMP reads once, when it starts. A test module importing torch first left
+# OpenMP's idle workers spinning beside the engine's decode thread: a training test that
+# takes 45 s took 197 s on 2 cores.
+import coopcode  # noqa: F401
+
 REPO = Path(__file__).resolve().parent.parent
 
 

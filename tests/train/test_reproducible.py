@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import torch
-from safetensors.torch import load_file
-
+# coopcode before torch: importing coopcode sets OMP_WAIT_POLICY=PASSIVE, which must be in
+# place when torch's OpenMP starts (spinning workers made these runs 6x slower on 2 cores).
 from coopcode.engines.embedded.engine import TransformersEngine
 from coopcode.training import TrainConfig, output_scorer, train
 
@@ -33,6 +32,9 @@ def _run(model: Path, out: Path) -> None:
 
 
 def test_the_same_config_and_seed_give_the_same_steps(tiny_model_dir: Path, tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
     first, second = tmp_path / "first", tmp_path / "second"
     _run(tiny_model_dir, first)
     _run(tiny_model_dir, second)
