@@ -8,12 +8,12 @@ Its output is noise; tests that need sense use the embedded model.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 def make_tiny_model(dest: Path, *, seed: int = 0, hidden: int = 64, layers: int = 2) -> Path:
     """Write a tiny Qwen2ForCausalLM (random weights) with the default model's tokenizer."""
-    import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+    from transformers import AutoTokenizer, Qwen2Config
 
     from coopcode.models.resolve import resolve_model
 
@@ -33,6 +33,25 @@ def make_tiny_model(dest: Path, *, seed: int = 0, hidden: int = 64, layers: int 
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
+    return _write(dest, config, tokenizer, seed)
+
+
+def build_tiny_model(dest: Path, spec: Path, *, seed: int = 0) -> Path:
+    """The tiny model from `spec`, a folder with its config.json and tokenizer files only
+    (2 MB where the weights are 39): what scripts/gpu_check.sh carries to a machine that has
+    no embedded model. Random weights made as make_tiny_model makes them."""
+    from transformers import AutoTokenizer, Qwen2Config
+
+    if (dest / "config.json").exists():
+        return dest
+    return _write(dest, Qwen2Config.from_pretrained(str(spec)),
+                  AutoTokenizer.from_pretrained(str(spec)), seed)
+
+
+def _write(dest: Path, config: Any, tokenizer: Any, seed: int) -> Path:
+    import torch
+    from transformers import Qwen2ForCausalLM
+
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config).to(torch.float32)  # type: ignore[arg-type]
     # Random weights give logits with almost no spread (std ~0.16): every draw is then a
