@@ -23,8 +23,9 @@ REPO = Path(__file__).resolve().parent.parent
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Qwen2 with the real tokenizer: exercises loading, LoRA and sampling fast.
 
-    COOPCODE_TINY_MODEL names one made already (scripts/gpu_check.sh carries it to a machine
-    that has no embedded model to take the tokenizer from)."""
+    COOPCODE_TINY_MODEL names one made already (scripts/gpu_check.sh builds it, from a
+    carried config and tokenizer, on a machine that has no embedded model to take the
+    tokenizer from)."""
     from coopcode.models.tiny import make_tiny_model
 
     given = os.environ.get("COOPCODE_TINY_MODEL")
