@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.collaboration.judging import Written, judgement, sample_jobs
+from coopcode.collaboration.judging import Judgement, Written, judgement, sample_jobs
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.events import (
@@ -83,24 +83,28 @@ def final_jobs(problem: Problem, attempt: Attempt, timeout: float) -> list[Job]:
 
 
 def score(attempt: Attempt, verdicts: list[Verdict], problem: Problem,
-          reward: Reward | str | None = None) -> None:
+          reward: Reward | str | None = None) -> Judgement:
     """Attach the verdict, cooperation and reward from the verdicts of `final_jobs`
-    (`reward` None: the seed paper's for the attempt's scheme)."""
+    (`reward` None: the seed paper's for the attempt's scheme); the judgement is returned
+    for what an attempt does not keep (each agent's own reward)."""
     found = judgement(written(problem, attempt), verdicts, reward)
     attempt.verdict, attempt.cooperation = found.verdict, found.cooperation
     attempt.reward, attempt.reward_name = found.reward, found.reward_name
     attempt.checks = found.checks
+    return found
 
 
 def _judged(problem: Problem, attempt: Attempt, verdicts: list[Verdict], reward: str | None,
             emit: Emit) -> None:
     """Score an attempt the sandbox has judged and report its VerdictReady."""
-    score(attempt, verdicts, problem, reward)
+    found = score(attempt, verdicts, problem, reward)
     assert attempt.verdict is not None
+    record = attempt.to_dict()
     emit(VerdictReady(task_id=problem.task_id, sample=attempt.sample, scheme=attempt.scheme,
                       verdict=attempt.verdict.to_dict(),
                       reward=attempt.reward.to_dict() if attempt.reward else {},
-                      cooperation=attempt.to_dict()["cooperation"]))
+                      cooperation=record["cooperation"], agents=record["agents"],
+                      agent_rewards=dict(found.agent_rewards)))
 
 
 def judge(
@@ -169,7 +173,8 @@ def solve(
         emit(AttemptReady(task_id=problem.task_id, sample=a.sample, scheme=a.scheme,
                           helper_code=a.helper_code, main_code=a.main_code,
                           program=a.program.text if a.program else "",
-                          syntax_ok=bool(a.program and a.program.syntax_ok)))
+                          syntax_ok=bool(a.program and a.program.syntax_ok),
+                          contract=a.contract))
         return final_jobs(problem, a, config.timeout)
 
     def on_done(state: SampleState, verdicts: list[Verdict]) -> None:

@@ -60,6 +60,7 @@ class AttemptReady(Event):
     main_code: str = ""
     program: str = ""
     syntax_ok: bool = False
+    contract: str = ""  # aux's contract as main saw it (`contract`, `plan`); "" elsewhere
 
 
 @dataclass
@@ -70,8 +71,13 @@ class VerdictReady(Event):
     scheme: str = ""
     verdict: dict[str, Any] = field(default_factory=dict)
     reward: dict[str, float] = field(default_factory=dict)
-    # a pair's {"patterns", "own_work", "helper_solves"} (coopcode.written.analysis); None: one agent
+    # a pair's {"patterns", "own_work", "helper_solves", "both_needed"}
+    # (coopcode.written.analysis); None: one agent
     cooperation: dict[str, Any] | None = None
+    # each agent judged on its own (coopcode.written.checks: a record's "agents"); None: not judged
+    agents: dict[str, Any] | None = None
+    # each agent's own reward, for a reward that pays each its own (`own`); {} otherwise
+    agent_rewards: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
