@@ -28,7 +28,8 @@ SCREENS = ("agents", "collaborate", "train", "bench")
 class TuiConfig:
     """Where the app opens and how it looks."""
 
-    problem: str | None = option(None, "Start on this problem: a HumanEval id or a problem.py.")
+    problem: str | None = option(None, "Start on this problem: a task id (HumanEval/0, "
+                                 "compose/NAME) or a problem.py.")
     screen: str = option("collaborate", "agents, collaborate, train or bench.", choices=SCREENS,
                          noun="screen")
     theme: str = option("dark", "dark or light (Ctrl+T toggles).", choices=("dark", "light"),

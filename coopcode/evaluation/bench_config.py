@@ -43,7 +43,7 @@ class BenchConfig:
     reward: str | None = option_like(
         SampleSettings, "reward", help=f"The reward recorded with each sample and averaged in the "
         f"table: {', '.join(reward_names())} [default: seed-grpo for single, seed for the pairs]; "
-        "a finished run is scored again under another reward without sampling.")
+        "a finished run is scored again under another reward without sampling.", form=6)
 
     def validate(self) -> None:
         """Raise UserError (one line naming the flag) for a value a user can get wrong."""

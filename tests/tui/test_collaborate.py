@@ -119,7 +119,7 @@ async def test_search_open_a_file_and_paste_a_prompt(make_app, workdir: Path):
         screen.query_one("#search").focus()
         await pilot.press(*"below_zero")
         listing = screen.query_one("#problems")
-        await wait_until(pilot, lambda: listing.option_count == 1)
+        await wait_until(pilot, lambda: listing.problem_count == 1)  # under HumanEval's heading
         await pilot.press("enter", "enter")  # to the list, then pick the highlighted one
         await wait_until(pilot, lambda: screen.problem is not None)
         assert screen.problem.task_id == "HumanEval/3"

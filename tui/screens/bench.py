@@ -40,16 +40,20 @@ from coopcode import (
     option_args,
     scheme_names,
 )
+from coopcode.problems import BUILT_IN_SETS
 from tui.bench_estimate import InFlight, SampleSeconds, bench_seconds_per_sample, estimate_text
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
+from tui.scheme_fit import misfit, needs_contract
 from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.nav import NavBar
 from tui.widgets.tabs import show_tab
 from tui.widgets.ticks import TickList
 
-SPLITS = ("humaneval:test", "humaneval:train", "humaneval:all")
+# Every built-in set and split (`coopcode problems list`): HumanEval's, and compose's, whose
+# problems carry the contract for aux that the `contract` scheme needs.
+SPLITS = tuple(name for name, _ in BUILT_IN_SETS)
 # The form shows BenchConfig's `form=N` fields; it proposes a run sized for a CPU (10
 # samples: minutes with the 0.5B model on 2 cores, not the CLI's hour), the estimate beside
 # it saying how long before it starts.
@@ -257,8 +261,8 @@ class BenchScreen(JobScreen):
             with Vertical(id="bench-form", classes="form"):
                 yield from form_fields(BenchConfig, PRESETS)
                 with Horizontal(classes="field"):
-                    yield Label("split", classes="field-label")
-                    yield Select([(s.split(":")[1], s) for s in SPLITS], value=SPLITS[0],
+                    yield Label("problems", classes="field-label")
+                    yield Select([(s, s) for s in SPLITS], value=SPLITS[0],
                                  allow_blank=False, compact=True, id="split")
                 for role in ("helper", "main"):
                     with Horizontal(classes="field"):
@@ -339,6 +343,20 @@ class BenchScreen(JobScreen):
         if found is None and alone:
             found = SampleSeconds(alone, "one sample alone on F3; a bench batches, so likely less")
         return found
+
+    @on(SelectionList.SelectedChanged, "#schemes")
+    def _offer_contracts(self) -> None:
+        """A scheme that needs the problem's contract, ticked on HumanEval: the matching
+        compose split instead (said in a notification), the one set whose problems have one."""
+        split = self.query_one("#split", Select)
+        ticked = self.query_one("#schemes", SelectionList).selected
+        if not str(split.value).startswith("humaneval") or not any(map(needs_contract, ticked)):
+            return
+        part = str(split.value).partition(":")[2]
+        compose = {"fit": "train"}.get(part, part)
+        split.value = f"compose:{compose}" if f"compose:{compose}" in SPLITS else "compose:test"
+        self.notify(f"problems: {split.value} (the contract scheme needs problems with a "
+                    "contract for aux)", title="bench")
 
     @on(Input.Changed)
     @on(Select.Changed, "#split")
@@ -422,7 +440,10 @@ class BenchScreen(JobScreen):
         text = Text()
         for r in shown:
             text.append(f"{r.get('method', '?')}: ", style="bold")
-            text.append(pattern_line(r) + "\n")
+            line = pattern_line(r)
+            if "both_needed_rate" in r and r["both_needed_rate"] is None:
+                line += " · both needed: no passing sample to measure"  # said, not left out
+            text.append(line + "\n")
         text.rstrip()
         patterns.update(text)
 
@@ -436,6 +457,13 @@ class BenchScreen(JobScreen):
         values["schemes"] = tuple(self.query_one("#schemes", SelectionList).selected)
         config = BenchConfig(**values)
         config.validate()
+        if any(map(needs_contract, config.schemes)):
+            from coopcode import load_problems
+
+            refused = misfit(config.schemes, load_problems(config.problems),
+                             "choose a compose split, or the plan scheme")
+            if refused:
+                raise UserError(refused)
         out = self.query_one("#out-name", Input).value.strip()
         if not out or "/" in out:
             raise ValueError("out: give a folder name for runs/<out>")

@@ -3,17 +3,20 @@
 A run is `coopcode.solve` on a worker thread, and Ctrl+G on an edited program is
 `coopcode.judge` (solve's last step on its own); the events they emit (TokenDelta,
 AttemptReady, VerdictReady, ...) come here as messages, and this screen only renders them.
+
+Under the schemes with a contract for aux (`contract`, `plan`) the contract sits between the
+helper's and main's panes: the problem's before the run, or main's own as it writes it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -31,19 +34,16 @@ from textual.widgets import (
     TabPane,
     TextArea,
 )
-from textual.widgets.option_list import Option
 
 from coopcode import (
     DEFAULT_SCHEME,
     AttemptReady,
     Event,
     Failed,
-    Job,
     Problem,
     SandboxUnavailable,
     TokenDelta,
     UserError,
-    Verdict,
     VerdictReady,
     analyse_cooperation,
     get_scheme,
@@ -51,14 +51,26 @@ from coopcode import (
     reward_names,
     scheme_names,
 )
+from coopcode.schemes import MAIN_SEES, with_main_seeing
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
+from tui.scheme_fit import misfit
+from tui.session_sandbox import SessionSandbox, one_line
 from tui.widgets.agent_pane import AgentPane, style_code
+from tui.widgets.contract_pane import ContractPane
 from tui.widgets.marked_program import LEGEND, line_authors, marks_text
 from tui.widgets.nav import NavBar
+from tui.widgets.problem_list import ProblemList, load_listed_sets
 from tui.widgets.results import TestsTable, VerdictSummary
 from tui.widgets.tabs import show_tab
 
 FLUSH_EVERY = 1 / 10  # s; tokens are drawn in batches at most this often (see _flush_deltas)
+
+
+def listed_schemes() -> list[str]:
+    """The toolbar's schemes: every scheme but the `--main-sees code` variants, which the
+    "main sees" choice beside it picks (`contract` + code is `contract+code`)."""
+    variants = {get_scheme(name).sees_code_variant for name in scheme_names()}
+    return [name for name in scheme_names() if name not in variants]
 
 
 class CollaborateScreen(Screen[None]):
@@ -88,7 +100,8 @@ class CollaborateScreen(Screen[None]):
         "copy": "Copy the combined program to the clipboard",
         "save": "Save the combined program to a file",
         "show_tab('tab-problem')": "The Problem tab: the list and the prompt",
-        "show_tab('tab-agents')": "The Agents tab: the helper's and main's code as they write",
+        "show_tab('tab-agents')": "The Agents tab: the agents' code as they write, aux's "
+                                  "contract between",
         "show_tab('tab-program')": "The Program tab: the combined program, its tests, the verdict",
     }
     # Keys that are not bindings of this screen (the overlay `?` lists them too).
@@ -100,7 +113,7 @@ class CollaborateScreen(Screen[None]):
 
     def __init__(self) -> None:
         super().__init__()
-        self.humaneval: list[Problem] = []
+        self.humaneval: list[Problem] = []  # HumanEval's problems, once loaded
         self.problem: Problem | None = None  # what was picked or opened
         self.problem_text = ""  # the editor text that `problem` came from
         self.run_id = 0
@@ -124,8 +137,12 @@ class CollaborateScreen(Screen[None]):
         with Horizontal(id="toolbar"):
             yield Label("no problem", id="problem-label")
             yield Label("scheme", classes="dim")
-            yield Select([(s, s) for s in scheme_names()], value=DEFAULT_SCHEME, allow_blank=False,
-                         compact=True, id="scheme")
+            yield Select([(s, s) for s in listed_schemes()], value=DEFAULT_SCHEME,
+                         allow_blank=False, compact=True, id="scheme")
+            # What main is shown of the helper's work, where the scheme has a choice
+            # (`--main-sees`): hidden for the others.
+            yield Select([(f"sees {m}", m) for m in MAIN_SEES], value=MAIN_SEES[0],
+                         allow_blank=False, compact=True, id="sees", classes="sees")
             yield Label("turns", classes="dim")
             yield Select([(str(t), t) for t in (1, 2, 3)], value=1, allow_blank=False,
                          compact=True, id="turns")
@@ -139,8 +156,8 @@ class CollaborateScreen(Screen[None]):
             with TabPane("F7 Problem", id="tab-problem"):
                 with Horizontal():
                     with Vertical(id="browser"):
-                        yield Input(placeholder="search HumanEval", id="search", compact=True,
-                                    select_on_focus=False)  # letters typed in the list add up
+                        yield Input(placeholder="search HumanEval, compose", id="search",
+                                    compact=True, select_on_focus=False)  # typed letters add up
                         yield ProblemList(id="problems")
                     # Tab leaves: a prompt is typed or pasted, rarely indented by hand.
                     prompt = TextArea.code_editor("", id="prompt", soft_wrap=True,
@@ -151,6 +168,7 @@ class CollaborateScreen(Screen[None]):
             # what is on screen.
             with TabPane("F8 Agents", id="tab-agents"):
                 yield Lazy(Horizontal(AgentPane("helper", id="helper-pane"),
+                                      ContractPane(id="contract-pane"),
                                       AgentPane("main", id="main-pane"), id="panes"))
             with TabPane("F9 Program", id="tab-program"):
                 # No soft wrap: the gutter beside it marks who wrote each line, line for line.
@@ -171,6 +189,7 @@ class CollaborateScreen(Screen[None]):
         self.call_after_refresh(self._watch_program_scroll)
         self.set_interval(FLUSH_EVERY, self._flush_deltas)
         self.call_after_refresh(self._highlight_editors)
+        self.call_after_refresh(self._show_scheme)
         self._load_problems()
 
     def _watch_program_scroll(self) -> None:
@@ -236,33 +255,21 @@ class CollaborateScreen(Screen[None]):
 
     @work(thread=True, group="problems")
     def _load_problems(self) -> None:
-        from coopcode import load_humaneval
+        sets = load_listed_sets()
+        self.app.call_from_thread(self._show_problems, sets)
 
-        problems = load_humaneval("all")
-        self.app.call_from_thread(self._show_problems, problems)
-
-    def _show_problems(self, problems: list[Problem]) -> None:
-        self.humaneval = problems
-        self._filter("")
+    def _show_problems(self, sets: list[tuple[str, list[Problem]]]) -> None:
+        listing = self.query_one("#problems", ProblemList)
+        listing.set_problems(sets)
+        listing.show_matching(self.query_one("#search", Input).value)
+        self.humaneval = dict(sets).get("humaneval:all", [])
         wanted = getattr(self.app, "initial_problem", None)
         if wanted and self.problem is None:
             self.pick(wanted)
 
-    def _filter(self, query: str) -> None:
-        q = query.strip().lower()
-        options = [
-            Option(f"{p.task_id.removeprefix('HumanEval/'):>3} {p.entry_point}", id=p.task_id)
-            for p in self.humaneval
-            if not q or q in p.task_id.lower() or q in p.entry_point.lower() or q in p.prompt.lower()
-        ]
-        listing = self.query_one("#problems", OptionList)
-        listing.clear_options()
-        listing.add_options(options)
-        listing.highlighted = 0 if options else None
-
     @on(Input.Changed, "#search")
     def _search(self, event: Input.Changed) -> None:
-        self._filter(event.value)
+        self.query_one("#problems", ProblemList).show_matching(event.value)
 
     @on(Input.Submitted, "#search")
     def _search_enter(self) -> None:
@@ -274,13 +281,15 @@ class CollaborateScreen(Screen[None]):
             self.pick(event.option.id)
 
     def pick(self, spec: str) -> None:
-        """Show a problem: a HumanEval task id or a problem.py path."""
+        """Show a problem: a task id of a listed set (HumanEval/0, compose/...) or a
+        problem.py path."""
         try:
-            if spec.startswith("HumanEval/"):
-                found = [p for p in self.humaneval if p.task_id == spec]
-                if not found:
-                    raise UserError(f"{spec}: no such HumanEval task")
-                self._set_problem(found[0], found[0].prompt)
+            listed = self.query_one("#problems", ProblemList).problem(spec)
+            if listed is not None:
+                self._set_problem(listed, listed.prompt)
+            elif spec.startswith(("HumanEval/", "compose/")) and not Path(spec).exists():
+                raise UserError(f"{spec}: no such task (the list holds every HumanEval and "
+                                "compose problem)")
             else:
                 from coopcode import load_problem_file
 
@@ -294,12 +303,43 @@ class CollaborateScreen(Screen[None]):
         self.problem, self.problem_text = problem, text
         self.query_one("#prompt", TextArea).load_text(text)
         self._show_problem_label()
+        if not self.generating:
+            self._show_contract(self.chosen_scheme(), problem)
 
     def _show_problem_label(self, edited: bool = False) -> None:
         label = "no problem"
         if self.problem is not None:
-            label = f"{self.problem.task_id} · {self.problem.entry_point}" + (" (edited)" if edited else "")
+            label = self.problem.task_id
+            if not label.endswith("/" + self.problem.entry_point):  # compose/<entry point>
+                label += f" · {self.problem.entry_point}"
+            label += " (edited)" if edited else ""
         self.query_one("#problem-label", Label).update(label)
+
+    # -- the scheme, and aux's contract between the panes -----------------------------------
+
+    def chosen_scheme(self) -> str:
+        """The scheme as the toolbar says: the one chosen, with what main sees."""
+        scheme = str(self.query_one("#scheme", Select).value)
+        return with_main_seeing(scheme, str(self.query_one("#sees", Select).value))
+
+    @on(Select.Changed, "#scheme")
+    @on(Select.Changed, "#sees")
+    def _show_scheme(self) -> None:
+        scheme = str(self.query_one("#scheme", Select).value)
+        for widget in self.query(".sees"):
+            widget.display = bool(get_scheme(scheme).sees_code_variant)
+        if not self.generating:  # a run's panes stay as they are until the next one
+            self._show_contract(self.chosen_scheme(), self.problem)
+
+    def _show_contract(self, scheme: str, problem: Problem | None, running: bool = False) -> None:
+        """Between the panes, the contract `scheme` works to (`ContractPane.show_for`)."""
+        found = self.query("#contract-pane")
+        if not found:  # the Agents tab mounts just after the first frame (Lazy)
+            self.set_timer(0.1, lambda: self._show_contract(scheme, problem, running))
+            return
+        source = get_scheme(scheme).contract_source
+        self.query_one("#panes").set_class(bool(source), "-contract")
+        found.first(ContractPane).show_for(source, problem, running)
 
     @on(TextArea.Changed, "#prompt")
     def _prompt_edited(self, event: TextArea.Changed) -> None:
@@ -318,13 +358,19 @@ class CollaborateScreen(Screen[None]):
         from coopcode import parse_problem_source
 
         try:
-            return parse_problem_source(text, "editor.py")
+            parsed = parse_problem_source(text, "editor.py")
         except UserError as e:
             hint = "" if _looks_like_a_stub(text) else (
                 "\nThe prompt is a Python function stub: a `def name(args):` line and a "
                 "docstring saying what it does, with an example (Ctrl+N starts one).")
             self.notify(str(e) + hint, severity="error", title="prompt", timeout=10)
             return None
+        picked = self.problem
+        if picked is not None and picked.contract is not None \
+                and parsed.entry_point == picked.entry_point:
+            # The picked problem's prompt, edited: aux's contract is still the one it had.
+            parsed = dataclasses.replace(parsed, contract=picked.contract)
+        return parsed
 
     # -- actions ----------------------------------------------------------------------------
 
@@ -343,7 +389,12 @@ class CollaborateScreen(Screen[None]):
         problem = self.current_problem()
         if problem is None:
             return
-        scheme = str(self.query_one("#scheme", Select).value)
+        scheme = self.chosen_scheme()
+        refused = misfit([scheme], [problem], "pick a compose problem (type compose in the "
+                         "search) or choose the plan scheme")
+        if refused:  # before anything runs: one line, as `coopcode solve` says it
+            self.notify(refused, severity="error", title=f"the {scheme} scheme", timeout=10)
+            return
         turns = int(self.query_one("#turns", Select).value)  # type: ignore[arg-type]
         if ready:
             self._start_run(problem, agents, scheme, turns)
@@ -370,6 +421,7 @@ class CollaborateScreen(Screen[None]):
         for pane in self.query(AgentPane):
             pane.reset()  # the pre-filled code (`def aux(`, the signature) arrives as the first delta
         self.query_one("#helper-pane", AgentPane).display = has_helper(scheme)
+        self._show_contract(scheme, problem, running=True)
         self.query_one("#program", TextArea).load_text("")
         self.query_one("#tests", TestsTable).clear()
         self.query_one("#summary", VerdictSummary).show_idle("the agents are writing…")
@@ -478,9 +530,9 @@ class CollaborateScreen(Screen[None]):
             if cancel.is_set() and not any(a.verdict for a in result.attempts):
                 self.post_message(Cancelled(run_id))
         except SandboxUnavailable as e:  # an outage, not a verdict: a status line and a retry
-            self.post_message(SandboxDown(run_id, _one_line(e)))
+            self.post_message(SandboxDown(run_id, one_line(e)))
         except Exception as e:  # noqa: BLE001 - shown as one line; the UI must survive it
-            emit(Failed(message=_one_line(e)))
+            emit(Failed(message=one_line(e)))
 
     def _start_tests(self, problem: Problem, program: str, run_id: int) -> None:
         self.testing = True
@@ -505,9 +557,9 @@ class CollaborateScreen(Screen[None]):
                   helper_code=attempt.helper_code if attempt else "",
                   main_code=attempt.main_code if attempt else program, emit=emit)
         except SandboxUnavailable as e:
-            self.post_message(SandboxDown(run_id, _one_line(e)))
+            self.post_message(SandboxDown(run_id, one_line(e)))
         except Exception as e:  # noqa: BLE001
-            emit(Failed(message=_one_line(e)))
+            emit(Failed(message=one_line(e)))
 
     # -- rendering events -----------------------------------------------------------------
 
@@ -529,8 +581,14 @@ class CollaborateScreen(Screen[None]):
         if not merged:
             return
         helper = self.query_one("#helper-pane", AgentPane)
+        contract = self.query_one("#contract-pane", ContractPane)
         main_waits = get_scheme(self.run_scheme).main_sees_helper
         for agent, turn, text, n in merged:
+            if agent == "planner":  # main writing aux's contract first (`plan`)
+                contract.append(text, turn, tokens=n)
+                continue
+            if contract.state == "streaming":
+                contract.finish()  # the agents start once the contract is written
             if agent == "helper":
                 helper.append(text, turn, tokens=n)
                 continue
@@ -551,6 +609,9 @@ class CollaborateScreen(Screen[None]):
             self.attempt = e
             for pane in self.query(AgentPane):
                 pane.finish()
+            if e.contract.strip():  # the contract as main saw it (a planner's body dropped)
+                contract = self.query_one("#contract-pane", ContractPane)
+                contract.show_contract(e.contract, contract.source)
             program = self.query_one("#program", TextArea)
             style_code(program)
             program.load_text(e.program)
@@ -563,10 +624,15 @@ class CollaborateScreen(Screen[None]):
             helper = self.attempt.helper_code if self.attempt else ""
             main = self.attempt.main_code if self.attempt else ""
             entry = self.run_problem.entry_point if self.run_problem else ""
-            solves = (e.cooperation or {}).get("helper_solves")  # the sandbox ran the helper alone
+            # What the sandbox found by running each agent's code alone.
+            found = e.cooperation or {}
+            solves, needed = found.get("helper_solves"), found.get("both_needed")
+            coop = dataclasses.replace(analyse_cooperation(helper, main, entry, solves),
+                                       both_needed=needed if isinstance(needed, bool) else None)
             self.query_one("#summary", VerdictSummary).show(
-                e.verdict, e.reward, analyse_cooperation(helper, main, entry, solves), e.scheme,
-                reruns=self.reruns, reward_name=self.run_reward_name)
+                e.verdict, e.reward, coop, e.scheme, reruns=self.reruns,
+                reward_name=self.run_reward_name, agents=e.agents,
+                agent_rewards=e.agent_rewards)
         elif isinstance(e, Failed):
             self.generating = self.testing = False
             for pane in self.query(AgentPane):
@@ -602,79 +668,6 @@ class CollaborateScreen(Screen[None]):
         self.notify("Generation cancelled.")
 
 
-class ProblemList(OptionList):
-    """The HumanEval list: a letter typed here goes to the search box (type to search)."""
-
-    def on_key(self, event: events.Key) -> None:
-        search = self.screen.query_one("#search", Input)
-        if event.key == "backspace":
-            text = search.value[:-1]
-        elif event.is_printable and event.character and event.character != "?":
-            text = search.value + event.character  # `?` stays the keys overlay
-        else:
-            return
-        event.stop()
-        event.prevent_default()
-        search.value = text
-        search.cursor_position = len(text)
-        search.focus()
-
-
-class SessionSandbox:
-    """The session's sandbox as one run of this screen gives it to `solve` and `judge`.
-
-    Opened (or opened again after an outage) by the first program to run, so the agents
-    start writing without waiting for it; one down for good is marked lost, and the next
-    run opens a new one; the programs it ran again because a worker was lost are said on
-    the screen (SandboxReran, before the verdict they belong to)."""
-
-    def __init__(self, screen: CollaborateScreen, run_id: int) -> None:
-        self.screen, self.run_id = screen, run_id
-        self.session: Any = screen.app.session  # type: ignore[attr-defined]
-        self.infra_retries = 0  # this run's
-
-    @property
-    def name(self) -> str:
-        return str(getattr(self.session.sandbox, "name", self.session.spec.sandbox))
-
-    def run(self, job: Job) -> Verdict:
-        sandbox = self.session.wait_sandbox()
-        before = getattr(sandbox, "infra_retries", 0)
-        try:
-            verdict: Verdict = sandbox.run(job)
-        except SandboxUnavailable as e:
-            self.session.sandbox_lost(sandbox, _one_line(e))
-            raise
-        reruns = getattr(sandbox, "infra_retries", 0) - before
-        if reruns > 0:
-            self.infra_retries += reruns
-            self.screen.post_message(SandboxReran(self.run_id, self.infra_retries))
-        return verdict
-
-    def run_many(self, jobs: Sequence[Job],
-                 on_result: Callable[[int, Verdict], None] | None = None) -> list[Verdict]:
-        verdicts = []
-        for i, job in enumerate(jobs):
-            verdicts.append(self.run(job))
-            if on_result is not None:
-                on_result(i, verdicts[-1])
-        return verdicts
-
-    def close(self) -> None:
-        """Nothing: the session owns the sandbox."""
-
-    def __enter__(self) -> SessionSandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 def _looks_like_a_stub(text: str) -> bool:
     """Whether the editor holds Python with a function (a stub with a slip, not prose)."""
     return any(line.lstrip().startswith("def ") for line in text.splitlines())
-
-
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return text.splitlines()[0][:300] if text else type(e).__name__

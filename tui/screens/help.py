@@ -31,8 +31,11 @@ once and shared; each agent gets an adapter (none, or a run from `checkpoints/`)
 |---|---|
 | Ctrl+R | load the chosen model and adapters (during a load: right after it) |
 
-**Collaborate (F3)**: pick a HumanEval problem (type to search), open a `problem.py`, or type
-or paste a prompt in the editor; choose the scheme and turns.
+**Collaborate (F3)**: pick a problem (HumanEval, or compose: two steps with a contract for
+aux; type to search), open a `problem.py`, or type or paste a prompt in the editor; choose
+the scheme and turns. Under `contract` and `plan` aux's contract sits between the agents'
+panes (the problem's, or main's own as it writes it), and the verdict says what each agent
+did on its own and whether both were needed.
 
 | key | |
 |---|---|

@@ -11,7 +11,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.markup import escape
-from textual.widgets import Button, Checkbox, Footer, Input, Label, RichLog
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Checkbox, Footer, Input, Label, RichLog, Select
 
 from coopcode import (
     Event,
@@ -26,9 +27,12 @@ from coopcode import (
     option_args,
     term_keys,
 )
+from coopcode.problems import BUILT_IN_SETS
+from coopcode.training.config import train_scheme_names
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import reward_text
+from tui.scheme_fit import misfit, needs_contract
 from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.fitted_table import FittedTable
 from tui.widgets.nav import NavBar
@@ -86,6 +90,13 @@ class TrainScreen(JobScreen):
         with Horizontal(id="train-body"):
             with Vertical(id="train-form", classes="form"):
                 yield from form_fields(TrainConfig, PRESETS)
+                # The scheme the pair trains under (`--scheme`): sequential, parallel, contract,
+                # plan and their +code variants; single is one agent (grpo, sft).
+                with Horizontal(classes="field"):
+                    yield Label("scheme", classes="field-label")
+                    yield Select([(s, s) for s in train_scheme_names()],
+                                 value=TrainConfig().scheme, allow_blank=False, compact=True,
+                                 id="scheme")
                 with Horizontal(classes="field"):
                     yield Label("run", classes="field-label")
                     yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="run-name")
@@ -107,6 +118,10 @@ class TrainScreen(JobScreen):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
+        # The data field takes a file or folder too; the built-in sets are offered as typed
+        # (`c` -> compose:train, → accepts).
+        self.query_one("#problems", Input).suggester = SuggestFromList(
+            [name for name, _ in BUILT_IN_SETS], case_sensitive=False)
         self.log_view.border_title = "log"
         table = self.query_one("#checkpoints", FittedTable)
         table.border_title = "checkpoints"
@@ -127,8 +142,17 @@ class TrainScreen(JobScreen):
         a bad value: the check `coopcode train` itself runs)."""
         session = self.app.session  # type: ignore[attr-defined]
         values = form_values(self, TrainConfig)
+        values["scheme"] = str(self.query_one("#scheme", Select).value)
         config = TrainConfig(**values)
         config.validate()
+        if needs_contract(config.collab_scheme):
+            from coopcode import load_problems
+
+            refused = misfit([config.collab_scheme], load_problems(config.problems),
+                             "set data to compose:train (or a file with contracts), or choose "
+                             "the plan scheme")
+            if refused:
+                raise UserError(refused)
         run = self.query_one("#run-name", Input).value.strip()
         if not run or "/" in run:
             raise ValueError("run: give a folder name for checkpoints/<run>")
@@ -142,6 +166,16 @@ class TrainScreen(JobScreen):
             args += ["--model", session.spec.model]
         args += ["--sandbox", session.spec.sandbox]
         return coopcode_argv(*args)
+
+    @on(Select.Changed, "#scheme")
+    def _offer_contracts(self, event: Select.Changed) -> None:
+        """A scheme that needs the problem's contract, on HumanEval data: compose's training
+        split instead (said in a notification), the set whose problems have one."""
+        data = self.query_one("#problems", Input)
+        if needs_contract(str(event.value)) and data.value.strip().startswith("humaneval"):
+            data.value = "compose:train"
+            self.notify(f"data: compose:train (the {event.value} scheme needs problems with a "
+                        "contract for aux)", title="training")
 
     @on(Button.Pressed, "#start")
     def action_start(self) -> None:

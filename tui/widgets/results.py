@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rich.text import Text
@@ -9,6 +10,7 @@ from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from coopcode import STATUS_STYLE, Cooperation, format_terms, has_helper
+from coopcode.schemes import get_scheme, scheme_names
 
 
 class TestsTable(DataTable[Any]):
@@ -39,6 +41,57 @@ class TestsTable(DataTable[Any]):
             self.add_row(*row)
 
 
+def _share(value: Any) -> str:
+    return f"{100 * value:.0f}%" if isinstance(value, int | float) else "?"
+
+
+def agent_lines(agents: dict[str, Any] | None, cooperation: Cooperation,
+                agent_rewards: dict[str, float] | None = None) -> list[str]:
+    """Each agent judged on its own (`coopcode.written.checks`), one line each, its own
+    reward first where the reward pays each agent its own (`own`):
+    `helper 1.10 · parses · aux's tests 100% · alone: fails`,
+    `main 1.10 · parses · with the reference aux 100% · with a stub helper: fails`."""
+    if not agents:
+        return []
+    rewards = agent_rewards or {}
+
+    def head(role: str) -> str:
+        earned = f" [b]{rewards[role]:.2f}[/]" if role in rewards else ""
+        return f"[dim]{role}[/]{earned}:"
+
+    def parses(flag: Any) -> str:
+        return "parses" if flag is not False else "[red]does not parse[/]"
+
+    helper = [head("helper"), parses(agents.get("helper_parses"))]
+    if agents.get("helper_contract") is not None:
+        helper.append(f"aux's tests {_share(agents['helper_contract'])}")
+    solves = cooperation.helper_solves
+    if solves is not None:
+        helper.append("alone: [yellow]solves it[/]" if solves else "alone: fails")
+    main = [head("main"), parses(agents.get("main_parses"))]
+    if agents.get("main_with_reference") is not None:
+        main.append(f"with the reference aux {_share(agents['main_with_reference'])}")
+    stub = agents.get("main_with_stub")
+    if stub is not None:
+        main.append("with a stub helper: [yellow]passes[/]" if stub
+                    else "with a stub helper: fails")
+    return [f"{helper[0]} {' · '.join(helper[1:])}", f"{main[0]} {' · '.join(main[1:])}"]
+
+
+def both_needed_text(cooperation: Cooperation) -> str:
+    """`both needed` (the pair passes, neither agent's code alone does), or why not; '' where
+    it was not measured (the pair failed)."""
+    if cooperation.both_needed is None:
+        return ""
+    if cooperation.both_needed:
+        return "[b green]both needed[/]"
+    return "[yellow]not both needed[/] [dim](one agent's code alone passes)[/]"
+
+
+def has_contract(scheme: str) -> bool:
+    return scheme in scheme_names() and bool(get_scheme(scheme).contract_source)
+
+
 class VerdictSummary(Static):
     """Status and tests passed, the reward breakdown, and the cooperation pattern."""
 
@@ -52,13 +105,20 @@ class VerdictSummary(Static):
                     "Ctrl+G runs the tests again (a new sandbox is opened)")
 
     def show(self, verdict: dict[str, Any], reward: dict[str, float], coop: Cooperation,
-             scheme: str, reruns: int = 0, reward_name: str = "") -> None:
+             scheme: str, reruns: int = 0, reward_name: str = "",
+             agents: dict[str, Any] | None = None,
+             agent_rewards: dict[str, float] | None = None) -> None:
+        """The verdict, and for a pair "both needed" beside it; the reward; each agent on its
+        own where the scheme has a contract or the reward pays each its own; how main used
+        the helper."""
         status = verdict.get("status", "?")
         style = STATUS_STYLE.get(status, "bold")
         parts = escape(format_terms(reward))
+        needed = both_needed_text(coop) if has_helper(scheme) else ""
         lines = [
             f"[{style}]{status.upper().replace('_', ' ')}[/] "
-            f"{verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)} tests",
+            f"{verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)} tests"
+            + (f" · {needed}" if needed else ""),
         ]
         if verdict.get("detail"):
             lines.append(f"[red]{escape(str(verdict['detail']))}[/]")
@@ -67,11 +127,16 @@ class VerdictSummary(Static):
                          f"one ({reruns} re-run{'s' if reruns > 1 else ''}; not the program's doing)")
         named = f" ({escape(reward_name)})" if reward_name else ""
         lines.append(f"[dim]reward{named}[/] [b]{reward.get('total', 0.0):.2f}[/] = {parts}")
+        each = has_helper(scheme) and bool(agents) and (has_contract(scheme) or bool(agent_rewards))
+        if each:
+            lines += agent_lines(agents, coop, agent_rewards)
         if not has_helper(scheme):
             lines.append("[dim]cooperation[/] single agent (no helper)")
         else:
+            # What the lines above say already (both needed; the helper alone) is not said again.
+            said = replace(coop, both_needed=None, helper_solves=None if each else coop.helper_solves)
             colour = "green" if coop.calls_helper else "yellow"
-            lines.append(f"[dim]cooperation[/] [{colour}]{escape(coop.summary)}[/]")
+            lines.append(f"[dim]cooperation[/] [{colour}]{escape(said.summary)}[/]")
             if coop.patterns:
                 lines.append(f"[dim]pattern[/] [b]{escape(', '.join(coop.patterns))}[/]")
         self.update("\n".join(lines))
