@@ -3,9 +3,10 @@
     .venv/bin/python docs/screenshots.py
 
 Writes, at 120x34, docs/collaborate.svg (the program, each line marked by who wrote it, and
-its tests) and docs/collaborate-agents.svg (the two agents side by side); at 80x24,
-docs/collaborate-80x24.svg and docs/bench-80x24.svg (a committed run's samples, one opened);
-and, where `rsvg-convert` is installed, a PNG of each.
+its tests), docs/collaborate-agents.svg (the two agents side by side) and
+docs/collaborate-contract.svg (a `contract` pair on a compose problem: aux's contract between
+the helper and main); at 80x24, docs/collaborate-80x24.svg and docs/bench-80x24.svg (a
+committed run's samples, one opened); and, where `rsvg-convert` is installed, a PNG of each.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ REPO = DOCS.parent
 LARGE, SMALL = (120, 34), (80, 24)
 # A bench run the repository keeps, for the Bench screenshot (its samples are real).
 RUN = REPO / "checkpoints" / "magrpo-credit-0.5b" / "validation" / "step-000060"
+# A compose problem (all_prefixes(anti_shuffle(s)), compose:test) for the contract pair.
+CONTRACT_TASK = "compose/all_prefixes_of_anti_shuffle"
 
 
 async def render() -> list[Path]:
@@ -33,6 +36,7 @@ async def render() -> list[Path]:
         for size, names in ((LARGE, ("collaborate.svg", "collaborate-agents.svg")),
                             (SMALL, ("collaborate-80x24.svg", None))):
             written += await collaborate(sb, size, *names)
+        written.append(await contract_pair(sb, LARGE, "collaborate-contract.svg"))
         # The Bench screenshot runs in a folder holding one committed run in runs/.
         (Path(tmp) / "runs").mkdir()
         (Path(tmp) / "runs" / "credit-step-60").symlink_to(RUN)
@@ -84,6 +88,25 @@ async def collaborate(sb: object, size: tuple[int, int], name: str,
             await pilot.pause(0.3)
             written.append(Path(app.save_screenshot(agents_name, str(DOCS))))  # type: ignore[attr-defined]
     return written
+
+
+async def contract_pair(sb: object, size: tuple[int, int], name: str) -> Path:
+    """A `contract` pair paid with `own`, on the Agents tab: the problem's contract for aux
+    between the helper (who saw only it) and main (who saw the task and it, not aux's body)."""
+    app = make_app(sb, problem=CONTRACT_TASK)
+    async with app.run_test(size=size) as pilot:  # type: ignore[attr-defined]
+        screen = app.screen  # type: ignore[attr-defined]
+        while not (app.agents_state == "ready" and screen.problem):  # type: ignore[attr-defined]
+            await pilot.pause(0.05)
+        screen.query_one("#scheme").value = "contract"
+        screen.query_one("#reward").value = "own"
+        await pilot.press("ctrl+r")
+        while "PASSED" not in str(screen.query_one("#summary").render()):
+            await pilot.pause(0.05)
+        await pilot.press("f8")
+        steady(app)
+        await pilot.pause(0.3)
+        return Path(app.save_screenshot(name, str(DOCS)))  # type: ignore[attr-defined]
 
 
 async def bench(sb: object, size: tuple[int, int], name: str) -> Path:

@@ -59,8 +59,9 @@ def test_collaborate_program_and_tests(snap_compare, make_app):
 def test_collaborate_agents_side_by_side(snap_compare, make_app):
     async def run_before(pilot: Any) -> None:
         await ran(pilot)
-        pilot.app.screen.query_one("#tabs").active = "tab-agents"
-        await pilot.pause()
+        # F8, as a user: the tab's `active` set from here went back to the focused Program tab.
+        await pilot.press("f8")
+        await wait_until(pilot, lambda: pilot.app.screen.query_one("#tabs").active == "tab-agents")
         steady(pilot.app)
 
     assert snap_compare(make_app(problem="HumanEval/0"), terminal_size=SIZE, run_before=run_before)
@@ -69,6 +70,45 @@ def test_collaborate_agents_side_by_side(snap_compare, make_app):
 def test_collaborate_large_light(snap_compare, make_app):
     assert snap_compare(make_app(problem="HumanEval/0", theme="light"), terminal_size=(120, 36),
                         run_before=ran)
+
+
+async def ran_contract_pair(pilot: Any, tab: str) -> None:
+    """A `contract` pair on a compose problem, paid with `own`, shown on `tab`."""
+    app = pilot.app
+    await wait_until(pilot, lambda: app.agents_state == "ready" and app.screen.problem)
+    app.screen.query_one("#scheme").value = "contract"
+    app.screen.query_one("#reward").value = "own"
+    await pilot.press("ctrl+r")
+    await wait_until(pilot, lambda: "PASSED" in str(app.screen.query_one("#summary").render()))
+    await pilot.press({"tab-agents": "f8", "tab-program": "f9"}[tab])  # the focus goes along
+    await wait_until(pilot, lambda: app.screen.query_one("#tabs").active == tab)
+    steady(app)
+    await pilot.pause()
+
+
+CONTRACT_TASK = "compose/all_prefixes_of_anti_shuffle"
+
+
+def test_collaborate_contract_pair_between_the_panes(snap_compare, make_app):
+    async def run_before(pilot: Any) -> None:
+        await ran_contract_pair(pilot, "tab-agents")
+
+    assert snap_compare(make_app(problem=CONTRACT_TASK), terminal_size=(120, 34),
+                        run_before=run_before)
+
+
+def test_collaborate_contract_pair_stacked_80x24(snap_compare, make_app):
+    async def run_before(pilot: Any) -> None:
+        await ran_contract_pair(pilot, "tab-agents")
+
+    assert snap_compare(make_app(problem=CONTRACT_TASK), terminal_size=SIZE, run_before=run_before)
+
+
+def test_collaborate_contract_pair_verdict_80x24(snap_compare, make_app):
+    async def run_before(pilot: Any) -> None:
+        await ran_contract_pair(pilot, "tab-program")
+
+    assert snap_compare(make_app(problem=CONTRACT_TASK), terminal_size=SIZE, run_before=run_before)
 
 
 def test_agents(snap_compare, make_app):
