@@ -217,3 +217,26 @@ async def test_the_bench_table_shows_both_needed_with_a_pairs_cooperation(make_a
         text = str(screen.query_one("#bench-patterns").render())
         assert "contract: own work 50% · helper alone solves 0% · both needed 50% of passing" in text
         assert "plan: own work 50%" in text and "both needed: no passing sample" in text
+
+
+async def test_a_contract_runs_samples_say_both_needed_and_each_agent(make_app, workdir,
+                                                                       process_sandbox):
+    # A real bench of the scripted pair (contract, own) on one compose problem, opened
+    # sample by sample (Bench, F9).
+    from coopcode.evaluation.bench import BenchConfig, run_bench
+    from tui.demo import demo_engine
+    from tui.screens.samples import SamplesScreen
+
+    problems = [p for p in load_problems("compose:test") if p.task_id == TASK]
+    out = workdir / "runs" / "contract-own"
+    run_bench(BenchConfig(problems="compose:test", schemes=("contract",), ks=(1,), n=1,
+                          reward="own"), problems, demo_engine(delay=0.0), process_sandbox, out)
+    app = make_app(mode="bench", autoload=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.push_screen(SamplesScreen(out))
+        await wait_until(pilot, lambda: isinstance(app.screen, SamplesScreen))
+        await pilot.press("f10")
+        text = " ".join(str(app.screen.query_one("#sample-summary").render()).split())
+        assert "PASSED 6/6 tests · both needed" in text
+        assert "helper: parses · aux's tests 100% · alone: fails" in text
+        assert "main: parses · with the reference aux 100% · with a stub helper: fails" in text

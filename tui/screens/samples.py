@@ -19,8 +19,9 @@ from textual.widgets import Footer, Label, OptionList, Static, TabbedContent, Ta
 from textual.widgets.option_list import Option
 
 from coopcode import STATUS_STYLE, format_terms
+from coopcode.written.analysis import cooperation_of
 from tui.widgets.marked_program import LEGEND, MarkedProgram
-from tui.widgets.results import TestsTable
+from tui.widgets.results import TestsTable, agent_lines, both_needed_text, has_contract
 from tui.widgets.tabs import show_tab
 
 
@@ -134,17 +135,26 @@ class SamplesScreen(ModalScreen[None]):
 
 
 def verdict_text(record: dict[str, Any]) -> Text:
-    """Status and tests, the reward with its name and terms, the cooperation found."""
+    """Status and tests (and "both needed", measured by running it), the reward with its name
+    and terms, each agent on its own (under contract and plan, or `own`), the cooperation."""
     verdict = record.get("verdict") or {}
     status = str(verdict.get("status", "?"))
     text = Text(status.upper().replace("_", " "), style=STATUS_STYLE.get(status, "bold"))
     text.append(f" {verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)} tests")
+    found = cooperation_of(record) if record.get("cooperation") else None
+    needed = both_needed_text(found) if found is not None else ""
+    if needed:
+        text.append(" · ").append_text(Text.from_markup(needed))
     if verdict.get("detail"):
         text.append(f"\n{verdict['detail']}", style="red")
     reward = record.get("reward") or {}
     text.append(f"\nreward ({record.get('reward_name', '?')}) ", style="dim")
     text.append(f"{reward.get('total', 0.0):.2f}", style="bold")
     text.append(f" = {format_terms(reward)}")
+    scheme = str(record.get("scheme", ""))
+    if found is not None and (has_contract(scheme) or record.get("reward_name") == "own"):
+        for line in agent_lines(record.get("agents"), found):
+            text.append("\n").append_text(Text.from_markup(line))
     coop = record.get("cooperation") or {}
     if coop.get("patterns"):
         text.append("\npattern ", style="dim")
