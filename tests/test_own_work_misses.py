@@ -395,3 +395,24 @@ def test_a_fallback_that_can_run_stays_own_work() -> None:
     assert own_work(may_be_none, fallback, "next_smallest") is True
     assert own_work("def aux(lst):\n    return sorted(set(lst))\n", fallback, "next_smallest") is True
     assert own_work(UNIQUE, fallback, "next_smallest") is False
+
+
+def test_main_applying_its_own_step_to_the_helpers_answer_is_own_work() -> None:
+    """The compose set's split: main defines the outer step itself and applies it to aux's
+    answer (`return all_prefixes(aux(s))`); a one-expression function around the call is a
+    shell in a function, not that."""
+    helper = "def aux(s):\n    return ' '.join(''.join(sorted(w)) for w in s.split(' '))\n"
+    composed = ("def all_prefixes_of_anti_shuffle(s):\n"
+                "    def all_prefixes(string):\n"
+                "        result = []\n"
+                "        for i in range(len(string)):\n"
+                "            result.append(string[:i + 1])\n"
+                "        return result\n"
+                "    return all_prefixes(aux(s))\n")
+    assert own_work(helper, composed, "all_prefixes_of_anti_shuffle") is True
+    beside = ("def all_prefixes(string):\n    return [string[:i + 1] for i in range(len(string))]\n\n\n"
+              "def all_prefixes_of_anti_shuffle(s):\n    return all_prefixes(aux(s))\n")
+    assert own_work(helper, beside, "all_prefixes_of_anti_shuffle") is True
+    wrapped = ("def long_enough(s):\n    def wrap(x):\n        return len(x) >= 3\n"
+               "    return wrap(aux(s))\n")
+    assert own_work(helper, wrapped, "long_enough") is False

@@ -53,6 +53,12 @@ check per way, named as here):
    `sum(aux(s))`, `sum(x ** 2 for x in aux(lst))`, or a loop over the answer accumulating
    into a name of main's (`for d in aux(n): total += d`). `any(...)`, `max(...)`, `len(...)`
    over the answer are not.
+10. *Main's own function on the helper's answer* (`own_function`): main hands the answer to
+   a function it wrote itself that does work of its own (a loop, a comprehension, a branch,
+   more than one statement): `def all_prefixes(string): ...` / `return
+   all_prefixes(aux(s))`, the composed task's split (`compose`: main's step on the
+   helper's). A one-expression function around the call (`def wrap(x): return x >= 3`) is
+   a shell in a function, not this.
 
 Not own work: one expression around the call with constants (`return aux(s) >= 3`,
 `return aux(brackets) == 0`, `return not aux(s)`, `return aux(x)[::-1]`, `return

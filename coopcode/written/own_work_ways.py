@@ -12,6 +12,7 @@ from itertools import combinations
 
 from coopcode.written.marked_main import (
     COMPS,
+    FUNCS,
     MarkedMain,
     header,
     names,
@@ -293,7 +294,34 @@ class Ways(MarkedMain):
                     return True
         return False
 
+    # -- 10. main's own function on the helper's answer ------------------------------------
+
+    def own_function(self) -> bool:
+        """The helper's answer handed to a function main wrote itself (nested or beside the
+        entry point, not calling the helper) that does work of its own: a loop, a
+        comprehension, a branch, or more than one statement. `def all_prefixes(string): ...`
+        / `return all_prefixes(aux(s))`: main's step on the helper's, the composed task's
+        split. A one-expression function (`def wrap(x): return x >= 3`) is a shell in a
+        function, not this."""
+        entry = self.roots[0] if self.roots else None
+        own = {n.name: n for n in self.nodes()
+               if isinstance(n, FUNCS) and n is not entry and n.name not in self.helpers}
+        for node in self.evidence_nodes():
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in own and any(self.is_answer(a) for a in node.args)
+                    and _does_work(own[node.func.id])):
+                return True
+        return False
+
     def any_way(self) -> bool:
         return any(check() for check in (
             self.per_item, self.loop, self.branch, self.combination, self.per_entry,
-            self.own_term, self.adjustment, self.two_inputs, self.sum_over))
+            self.own_term, self.adjustment, self.two_inputs, self.sum_over, self.own_function))
+
+
+def _does_work(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    looks = (ast.For, ast.AsyncFor, ast.While, ast.If, ast.IfExp, *COMPS)
+    return len(body) > 1 or any(isinstance(n, looks) for s in body for n in ast.walk(s))
