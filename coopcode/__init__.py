@@ -97,6 +97,20 @@ _LAZY = {
     "SandboxChoice": "coopcode.settings.common",
     # files
     "cache_dir": "coopcode.core.paths",
+    # what the TUI shows of divided work, adapters and saved runs
+    "docstring_block": "coopcode.problems.contract",
+    "BUILT_IN_SETS": "coopcode.problems",
+    "Contract": "coopcode.problems",
+    "planned_contract": "coopcode.schemes.contracts",
+    "contract_stub": "coopcode.schemes.contracts",
+    "MAIN_SEES": "coopcode.schemes",
+    "with_main_seeing": "coopcode.schemes",
+    "read_checkpoint": "coopcode.training.saved_runs",
+    "train_scheme_names": "coopcode.training.config",
+    "check_adapter": "coopcode.core.adapters",
+    "check_adapter_folders": "coopcode.engines.agents",
+    "default_reward_name": "coopcode.rewards",
+    "cooperation_of": "coopcode.written.analysis",
 }
 
 __all__ = sorted(_LAZY)

@@ -148,7 +148,9 @@ def test_train_on_the_coop_reward_records_it_and_logs_its_terms(tmp_path: Path,
                     "--out", str(out), "--events", "jsonl")
     assert done.returncode == 0, done.stderr[-2000:]
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    assert events[0]["type"] == "started" and events[0]["meta"]["reward"] == "coop"
+    # what loading says comes first as log events (the TUI shows them); then the run starts
+    started = next(e for e in events if e["type"] != "log")
+    assert started["type"] == "started" and started["meta"]["reward"] == "coop"
     metric = next(e for e in events if e["type"] == "metric")["values"]
     assert {f"reward/{t}" for t in ("helper", "main", "syntax", "tests", "uses", "beyond_wrapper",
                                     "discarded")} <= set(metric)

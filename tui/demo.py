@@ -13,8 +13,7 @@ from __future__ import annotations
 import functools
 import re
 
-from coopcode import ScriptedEngine
-from coopcode.problems.contract import docstring_block
+from coopcode import ScriptedEngine, docstring_block
 
 KNOWN: dict[str, tuple[str, str]] = {
     "has_close_elements": (
@@ -95,7 +94,7 @@ def _pair(name: str) -> tuple[str, str] | None:
 
 def _docstring_key(code: str) -> str:
     """A contract's docstring, whitespace folded: the key a helper finds its contract by."""
-    from coopcode.schemes.contracts import planned_contract
+    from coopcode import planned_contract
 
     found = planned_contract(code)
     return " ".join(found.docstring.split()) if found is not None else ""
@@ -103,7 +102,7 @@ def _docstring_key(code: str) -> str:
 
 def _stub(helper: str) -> str:
     """What the planner writes: aux's signature and docstring, `...` for the body."""
-    from coopcode.schemes.contracts import contract_stub, planned_contract
+    from coopcode import contract_stub, planned_contract
 
     found = planned_contract(helper)
     return contract_stub(found) if found is not None else helper

@@ -35,7 +35,7 @@ def trained_reward(adapter: str | None) -> str | None:
     with; None for no adapter or a folder that is no run of ours."""
     if not adapter:
         return None
-    from coopcode.training.saved_runs import read_checkpoint
+    from coopcode import read_checkpoint
 
     path = Path(adapter)
     for folder in (path, path.parent):

@@ -96,7 +96,7 @@ class Session:
         both agents. (`coopcode.open_agents` loads a new base and then `attach_adapters`: this
         keeps the loaded one, from `engine_factory`, and attaches the adapters the same way.)
         """
-        from coopcode.engines.agents import check_adapter_folders
+        from coopcode import check_adapter_folders
 
         # Both adapter folders first, each bad one named: never after seconds of loading.
         check_adapter_folders(spec.helper_adapter, spec.main_adapter)

@@ -149,9 +149,7 @@ class AgentsScreen(Screen[None]):
 
 def _adapter_problem(role: str, value: str) -> str:
     """Why the adapter `value` cannot be loaded (the check loading runs), or ''."""
-    from coopcode import UserError
-    from coopcode.core.adapters import check_adapter
-    from coopcode.engines.agents import resolve_adapter_path
+    from coopcode import UserError, check_adapter, resolve_adapter_path
 
     try:
         check_adapter(resolve_adapter_path(value, role) or value, "", "")

@@ -28,6 +28,7 @@ from textual.widgets import (
 )
 
 from coopcode import (
+    BUILT_IN_SETS,
     BenchConfig,
     Event,
     Finished,
@@ -40,7 +41,6 @@ from coopcode import (
     option_args,
     scheme_names,
 )
-from coopcode.problems import BUILT_IN_SETS
 from tui.bench_estimate import InFlight, SampleSeconds, bench_seconds_per_sample, estimate_text
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv

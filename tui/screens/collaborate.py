@@ -37,6 +37,7 @@ from textual.widgets import (
 
 from coopcode import (
     DEFAULT_SCHEME,
+    MAIN_SEES,
     AttemptReady,
     Event,
     Failed,
@@ -50,8 +51,8 @@ from coopcode import (
     has_helper,
     reward_names,
     scheme_names,
+    with_main_seeing,
 )
-from coopcode.schemes import MAIN_SEES, with_main_seeing
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.scheme_fit import misfit
 from tui.session_sandbox import SessionSandbox, one_line
@@ -245,7 +246,7 @@ class CollaborateScreen(Screen[None]):
 
     def reward_choice(self, scheme: str) -> tuple[str | None, str]:
         """(the reward to ask for, its name as shown): None asks for the scheme's default."""
-        from coopcode.rewards import default_reward_name
+        from coopcode import default_reward_name
 
         select = self.query_one("#reward", Select)
         chosen = None if select.is_blank() else str(select.value)

@@ -18,8 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Label, OptionList, Static, TabbedContent, TabPane
 from textual.widgets.option_list import Option
 
-from coopcode import STATUS_STYLE, format_terms
-from coopcode.written.analysis import cooperation_of
+from coopcode import STATUS_STYLE, cooperation_of, format_terms
 from tui.widgets.marked_program import LEGEND, MarkedProgram
 from tui.widgets.results import TestsTable, agent_lines, both_needed_text, has_contract
 from tui.widgets.tabs import show_tab

@@ -15,6 +15,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Checkbox, Footer, Input, Label, RichLog, Select
 
 from coopcode import (
+    BUILT_IN_SETS,
     Event,
     Finished,
     Log,
@@ -26,9 +27,8 @@ from coopcode import (
     list_checkpoints,
     option_args,
     term_keys,
+    train_scheme_names,
 )
-from coopcode.problems import BUILT_IN_SETS
-from coopcode.training.config import train_scheme_names
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import reward_text

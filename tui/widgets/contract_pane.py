@@ -7,8 +7,7 @@ holds the contract as main saw it: signature, docstring and `...` for the body.
 
 from __future__ import annotations
 
-from coopcode import Problem
-from coopcode.schemes.contracts import contract_stub
+from coopcode import Problem, contract_stub
 from tui.widgets.agent_pane import AgentPane, style_code
 
 # Where the contract comes from (`Scheme.contract_source`), as the pane's title says it.

@@ -9,8 +9,7 @@ from rich.text import Text
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from coopcode import STATUS_STYLE, Cooperation, format_terms, has_helper
-from coopcode.schemes import get_scheme, scheme_names
+from coopcode import STATUS_STYLE, Cooperation, format_terms, get_scheme, has_helper, scheme_names
 
 
 class TestsTable(DataTable[Any]):
