@@ -83,7 +83,8 @@ def samples_file(folder: Path) -> Path:
     return packed if packed.exists() and not plain.exists() else plain
 
 
-def _read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """A samples file's records (plain or gzipped); a torn line is skipped."""
     records = []
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8", errors="replace") as f:
@@ -122,7 +123,7 @@ def load_runs(spec: str, n: int | None = None) -> list[Run]:
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         meta = {}
     meta = meta if isinstance(meta, dict) else {}
-    records = _read_records(samples)
+    records = read_records(samples)
     config = meta.get("config")
     config = config if isinstance(config, dict) else {}
     run_n = int(config.get("n") or 1 + max((int(r["sample"]) for r in records), default=0))
@@ -180,7 +181,7 @@ def summarize_folder(folder: Path) -> Any:
     kwargs["ks"] = tuple(runs[0].ks) or (1,)
     bench_config = BenchConfig(**kwargs)
     task_ids = runs[0].meta.get("task_ids") or sorted({t for r in runs for t in r.passed})
-    summary = summarize(_read_records(samples_file(folder)), bench_config, list(task_ids),
+    summary = summarize(read_records(samples_file(folder)), bench_config, list(task_ids),
                         bench_config.label)
     summary.meta = {"model": runs[0].meta.get("model"), "n": runs[0].n,
                     "temperature": runs[0].identity.get("temperature", config.get("temperature")),

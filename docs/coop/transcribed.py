@@ -18,7 +18,6 @@ Nothing is executed: the code is only parsed.
 from __future__ import annotations
 
 import ast
-import difflib
 import gzip
 import json
 import sys
@@ -26,35 +25,16 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
+from coopcode.written.copies import NEAR_COPY, function_bodies, main_copies_helper
+
 HERE = Path(__file__).resolve().parent
 ROWS = ("pair", "magrpo", "magrpo-seed1", "magrpo-coop", "magrpo-coop-seed1", "magrpo-credit",
         "magrpo-credit-seed1")
-NEAR_COPY = 0.8
+__all__ = ["NEAR_COPY", "bodies", "rewrites_helper"]
 
 
-def bodies(code: str) -> list[str]:
-    """Each top-level function's body without its docstring, as ast.unparse prints it."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return []
-    out = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                body = body[1:]
-            out.append(ast.unparse(ast.Module(body=body, type_ignores=[])))
-    return out
-
-
-def rewrites_helper(sample: dict[str, Any]) -> bool:
-    if sample.get("main_calls_helper"):
-        return False
-    helper, main = bodies(sample.get("helper_code") or ""), bodies(sample.get("main_code") or "")
-    return any(difflib.SequenceMatcher(None, h, m).ratio() >= NEAR_COPY
-               for h in helper for m in main if h.strip() and m.strip())
+bodies = function_bodies  # the measure lives in coopcode.written.copies
+rewrites_helper = main_copies_helper
 
 
 def parses(code: str) -> bool:

@@ -1,0 +1,236 @@
+"""Table 2, "divided work": the `compose` experiment's rows, every figure from committed samples.
+
+Each row is one bench of `compose:test` (88 problems x n=10, T=0.8), kept as a folder of
+its samples (`samples.jsonl.gz`) and `meta.json` under `docs/divided/` (README, "Table 2";
+BENCHMARKS.md, "Divided work"). From those two files alone `build_table` gives:
+
+- pass@1/3/5/10 with their 95% intervals (the problem is the unit, `coopcode.evaluation.stats`);
+- every trained row paired with every untrained baseline, with the GRPO row and with its own
+  main agent alone, over the problems (Δ, interval, problems gained / lost / tied, sign test);
+- what the samples are: main calls aux; the helper passes all of aux's own tests (its
+  contract); main passes with the reference aux in place of the helper's; the helper's code
+  alone solves the task; main copies the helper (`coopcode.written.copies`); "both needed"
+  among the passing samples (the pair passes, main with stubs for the helper's functions
+  fails, the helper's code alone fails: measured by running it, at bench time);
+- each bench's wall time (meta.json; the sessions of a resumed bench are added up, and a
+  session killed rather than stopped leaves none, so the figure is then a lower bound).
+
+Rows whose folder is not there yet are listed as not run, so the table grows as the
+experiment does (`docs/divided/table.py` writes `table.md` and `table.json`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from coopcode.evaluation import stats
+from coopcode.schemes import has_helper
+from coopcode.written.copies import main_copies_helper
+
+
+@dataclass(frozen=True)
+class DividedRow:
+    key: str
+    method: str
+    scheme: str
+    folder: str  # relative to the table's root (docs/divided)
+    trained: bool = False
+    alone_of: str | None = None  # the trained pair whose main agent this row benches alone
+
+
+BASELINES = ("single", "sequential", "contract", "plan")
+
+ROWS = (
+    DividedRow("single", "Single model (untrained)", "single", "baselines/single"),
+    DividedRow("sequential", "Prompted pair, sequential (untrained)", "sequential",
+               "baselines/sequential"),
+    DividedRow("contract", "Prompted pair, contract (untrained)", "contract", "baselines/contract"),
+    DividedRow("plan", "Prompted pair, plan (untrained)", "plan", "baselines/plan"),
+    DividedRow("magrpo", "Contract pair trained with MAGRPO", "contract", "final/magrpo",
+               trained=True),
+    DividedRow("magrpo-main", "Main alone, of the MAGRPO pair", "single", "final/magrpo-main",
+               trained=True, alone_of="magrpo"),
+    DividedRow("magrpo-seed1", "Contract pair trained with MAGRPO, seed 1", "contract",
+               "final/magrpo-seed1", trained=True),
+    DividedRow("magrpo-seed1-main", "Main alone, of the MAGRPO pair, seed 1", "single",
+               "final/magrpo-seed1-main", trained=True, alone_of="magrpo-seed1"),
+    DividedRow("grpo", "Single agent trained with GRPO", "single", "final/grpo", trained=True),
+)
+ROW_KEYS = tuple(r.key for r in ROWS)
+KS = (1, 3, 5, 10)
+
+# What the samples are: (key, label); shares of samples, "both needed" of the passing ones.
+PROFILE = (("main_calls_aux", "Main calls aux"),
+           ("helper_contract", "The helper passes all of aux's own tests"),
+           ("main_with_reference", "Main passes with the reference aux"),
+           ("helper_solves", "The helper's code alone solves the task"),
+           ("main_copies_helper", "Main re-writes the helper (no call)"),
+           ("both_needed", "Both needed (of passing samples)"))
+
+
+def comparisons(present: Sequence[str]) -> list[tuple[str, str]]:
+    """(row, against) pairs: each trained row against every baseline and the GRPO row, and
+    each trained pair against its own main alone; only rows that are present."""
+    out = []
+    for spec in ROWS:
+        if not spec.trained or spec.key not in present:
+            continue
+        against = [*BASELINES, *(["grpo"] if spec.key != "grpo" else [])]
+        against += [r.key for r in ROWS if r.alone_of == spec.key]
+        out += [(spec.key, a) for a in against if a in present]
+    return out
+
+
+def _share(hits: int, total: int) -> dict[str, Any]:
+    return {"count": hits, "of": total, "rate": hits / total if total else None}
+
+
+def sample_profile(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """PROFILE's figures from a row's records (counts and shares)."""
+    total = len(records)
+    agents = [r.get("agents") or {} for r in records]
+    coop = [r.get("cooperation") or {} for r in records]
+    passed = [c for r, c in zip(records, coop) if r.get("passed")]
+    return {
+        "main_calls_aux": _share(sum(bool(r.get("main_calls_helper")) for r in records), total),
+        "helper_contract": _share(sum(a.get("helper_contract") == 1.0 for a in agents), total),
+        "main_with_reference": _share(sum(a.get("main_with_reference") == 1.0 for a in agents),
+                                      total),
+        "helper_solves": _share(sum(bool(c.get("helper_solves")) for c in coop), total),
+        "main_copies_helper": _share(sum(map(main_copies_helper, records)), total),
+        "both_needed": _share(sum(c.get("both_needed") is True for c in passed), len(passed)),
+    }
+
+
+def row_figures(folder: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
+    """One row's figures from its folder's samples and meta.json."""
+    import json
+
+    from coopcode.evaluation.compare import read_records, samples_file, summarize_folder
+
+    summary = summarize_folder(folder).to_dict()
+    (got,) = summary["rows"]
+    meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
+    per_problem = got["per_problem"]
+    figures: dict[str, Any] = {"problems": got["problems"], "samples": got["samples"],
+                               "n": summary["meta"].get("n"),
+                               "wall_seconds": meta.get("wall_seconds"),
+                               "sessions": meta.get("sessions"),
+                               "per_problem": {t: {f"pass@{k}": p[f"pass@{k}"] for k in ks}
+                                               for t, p in per_problem.items()},
+                               "profile": sample_profile(read_records(samples_file(folder)))}
+    for k in ks:  # recomputed from the per-problem estimates
+        est = stats.mean_interval([p[f"pass@{k}"] for p in per_problem.values()])
+        figures[f"pass@{k}"] = est.mean
+        figures[f"pass@{k}_ci"] = None if est.low is None else [est.low, est.high]
+    return figures
+
+
+def _paired(a: Mapping[str, Any], b: Mapping[str, Any], ks: Sequence[int]) -> list[dict[str, Any]]:
+    """B - A per k over the problems both rows hold."""
+    pa, pb = a["per_problem"], b["per_problem"]
+    shared = sorted(set(pa) & set(pb))
+    if not shared:
+        return []
+    return [{"k": k, "problems": len(shared),
+             **stats.paired_difference([pa[t][f"pass@{k}"] for t in shared],
+                                       [pb[t][f"pass@{k}"] for t in shared]).to_dict()}
+            for k in ks]
+
+
+def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
+    """The table from the row folders under `root` (rows without one: not run)."""
+    rows, found = [], {}
+    for spec in ROWS:
+        folder = root / spec.folder
+        entry: dict[str, Any] = {"row": spec.key, "method": spec.method, "scheme": spec.scheme,
+                                 "folder": spec.folder, "trained": spec.trained}
+        if not (folder / "meta.json").exists():
+            rows.append({**entry, "run": False})
+            continue
+        found[spec.key] = row_figures(folder, ks)
+        rows.append({**entry, "run": True,
+                     **{k: v for k, v in found[spec.key].items() if k != "per_problem"}})
+    method = {r.key: r.method for r in ROWS}
+    paired = [{"row": key, "method": method[key], "against": against,
+               "against_method": method[against],
+               "per_k": _paired(found[against], found[key], ks)}
+              for key, against in comparisons(list(found))]
+    return {"ks": list(ks), "rows": rows, "comparisons": paired,
+            "interval": {"level": stats.LEVEL, "method": stats.METHOD}}
+
+
+def _pct(x: float | None, signed: bool = False) -> str:
+    if x is None:
+        return "—"
+    return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
+
+
+def _cell(entry: Mapping[str, Any], k: int) -> str:
+    value, ci = entry.get(f"pass@{k}"), entry.get(f"pass@{k}_ci")
+    if value is None:
+        return "—"
+    return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else _pct(value)
+
+
+def _profile_cell(share: Mapping[str, Any], key: str) -> str:
+    if share["rate"] is None:
+        return "—"
+    if key == "both_needed":
+        return f"{share['count']} / {share['of']}"
+    return f"{100 * share['rate']:.1f}%"
+
+
+def _wall(entry: Mapping[str, Any]) -> str:
+    """The bench's wall time; a bench resumed over several sessions says so (a session that
+    was killed, not stopped, left no time to add: the figure is then a lower bound)."""
+    wall, sessions = entry.get("wall_seconds"), entry.get("sessions")
+    if not isinstance(wall, int | float):
+        return "—"
+    return f"{wall / 60:.0f} min" + (f" ({sessions} sessions)" if (sessions or 1) > 1 else "")
+
+
+def render_markdown(table: Mapping[str, Any]) -> str:
+    """Table 2 as markdown: pass@k with intervals, the pairings, what the samples are."""
+    ks, rows = table["ks"], table["rows"]
+    head = ["Method", *[f"Pass@{k} [95% CI]" for k in ks], "Problems × n", "Wall time"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for e in rows:
+        if not e["run"]:
+            lines.append("| " + " | ".join([e["method"], *["not run yet"] * len(ks), "—", "—"])
+                         + " |")
+            continue
+        lines.append("| " + " | ".join([
+            e["method"], *[_cell(e, k) for k in ks], f"{e['problems']} × {e.get('n') or '?'}",
+            _wall(e)]) + " |")
+    lines += ["", f"Percentages on `compose:test`; {100 * table['interval']['level']:.0f}% "
+              f"intervals: {table['interval']['method']}."]
+    paired = [c for c in table["comparisons"] if c["per_k"]]
+    if paired:
+        lines += ["", "Each trained row paired with each baseline over the problems (Δ in "
+                  "percentage points; sign test: exact, two-sided, problems gained vs lost):", "",
+                  "| Method | against | k | Δ | 95% CI | gained / lost / tied | sign test p |",
+                  "|---|---|---|---|---|---|---|"]
+        for c in paired:
+            for d in c["per_k"]:
+                lines.append("| " + " | ".join([
+                    c["method"], c["against_method"], str(d["k"]), _pct(d["diff_mean"], True),
+                    f"[{_pct(d['diff_low'], True)}, {_pct(d['diff_high'], True)}]",
+                    f"{d['gained']} / {d['lost']} / {d['tied']}", f"{d['p_sign']:.3g}"]) + " |")
+    run = [e for e in rows if e["run"]]
+    if run:
+        lines += ["", "What the samples are (shares of all samples; both needed: of the passing "
+                  "ones, the pair passes, main with stubs for the helper fails and the helper's "
+                  "code alone fails):", "",
+                  "| Method | " + " | ".join(label for _, label in PROFILE) + " |",
+                  "|" + "---|" * (len(PROFILE) + 1)]
+        for e in run:
+            if has_helper(e["scheme"]):
+                cells = [_profile_cell(e["profile"][key], key) for key, _ in PROFILE]
+            else:
+                cells = ["—"] * len(PROFILE)  # no helper: does not apply
+            lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

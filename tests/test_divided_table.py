@@ -1,0 +1,110 @@
+"""Table 2, "divided work": every figure is what the committed samples give
+(`coopcode.paper.divided`, docs/divided/table.py), and the table pairs what it should."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coopcode.paper import divided
+
+REPO = Path(__file__).resolve().parent.parent
+COMMITTED = REPO / "docs" / "divided"
+
+
+def _records(folder: Path) -> list[dict]:
+    with gzip.open(folder / "samples.jsonl.gz", "rt") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def test_the_committed_table_is_what_the_committed_samples_give() -> None:
+    done = subprocess.run([sys.executable, str(COMMITTED / "table.py"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = json.loads((COMMITTED / "table.json").read_text())
+    run = {e["row"]: e for e in table["rows"] if e["run"]}
+    assert "contract" in run  # the first baseline is in
+    for key, entry in run.items():
+        folder = COMMITTED / entry["folder"]
+        records = _records(folder)
+        # the figures, counted again here straight from the records
+        assert entry["samples"] == len(records)
+        assert entry["problems"] * entry["n"] == len(records)
+        by_task: dict[str, list[bool]] = {}
+        for r in records:
+            by_task.setdefault(r["task_id"], []).append(bool(r["passed"]))
+        pass1 = sum(sum(v) / len(v) for v in by_task.values()) / len(by_task)
+        assert entry["pass@1"] == pytest.approx(pass1, abs=1e-12), key
+        low, high = entry["pass@1_ci"]
+        assert low <= entry["pass@1"] <= high
+        passed = [r for r in records if r["passed"]]
+        both = entry["profile"]["both_needed"]
+        assert (both["count"], both["of"]) == (
+            sum((r.get("cooperation") or {}).get("both_needed") is True for r in passed), len(passed))
+        calls = entry["profile"]["main_calls_aux"]
+        assert calls["count"] == sum(bool(r["main_calls_helper"]) for r in records)
+        meta = json.loads((folder / "meta.json").read_text())
+        assert entry["wall_seconds"] == meta["wall_seconds"]
+        # the bench's own summary, written when it ran, says the same
+        summary = json.loads((folder / "summary.json").read_text())
+        (row,) = summary["rows"]
+        for k in table["ks"]:
+            assert entry[f"pass@{k}"] == pytest.approx(row[f"pass@{k}"], abs=5e-5), (key, k)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "BENCHMARKS.md"])
+def test_the_docs_show_the_table_as_the_samples_give_it(doc: str) -> None:
+    """README's Table 2 and BENCHMARKS' are the committed table.md, line for line."""
+    text = (REPO / doc).read_text()
+    for line in (COMMITTED / "table.md").read_text().splitlines():
+        assert line in text, line
+
+
+def test_trained_rows_are_paired_with_every_baseline_grpo_and_their_own_main(tmp_path: Path) -> None:
+    """A table over copies of one committed bench: each pairing is over the same problems, so
+    every difference is 0 with every problem tied; the rows not there are not run."""
+    source = COMMITTED / "baselines" / "contract"
+    for key in ("single", "contract", "magrpo", "magrpo-main", "grpo"):
+        spec = next(r for r in divided.ROWS if r.key == key)
+        shutil.copytree(source, tmp_path / spec.folder)
+    table = divided.build_table(tmp_path, ks=(1, 10))
+    pairs = [(c["row"], c["against"]) for c in table["comparisons"]]
+    assert pairs == [("magrpo", "single"), ("magrpo", "contract"), ("magrpo", "grpo"),
+                     ("magrpo", "magrpo-main"), ("magrpo-main", "single"),
+                     ("magrpo-main", "contract"), ("magrpo-main", "grpo"),
+                     ("grpo", "single"), ("grpo", "contract")]
+    for c in table["comparisons"]:
+        for d in c["per_k"]:
+            assert d["diff_mean"] == 0.0 and d["lost"] == d["gained"] == 0 and d["tied"] == 88
+    assert {e["row"] for e in table["rows"] if not e["run"]} == {
+        "sequential", "plan", "magrpo-seed1", "magrpo-seed1-main"}
+    text = divided.render_markdown(table)
+    assert text.count("not run yet") == 4 * 2
+    assert "| Contract pair trained with MAGRPO | Single agent trained with GRPO | 10 | +0.00 |" in text
+
+
+def test_the_sample_profile_counts_what_each_record_says() -> None:
+    helper = "def aux(xs):\n    out = []\n    for x in xs:\n        out.append(x * 2)\n    return out\n"
+    copied = helper.replace("aux", "target")
+    records = [
+        {"passed": True, "main_calls_helper": True, "helper_code": helper, "main_code": "",
+         "agents": {"helper_contract": 1.0, "main_with_reference": 1.0},
+         "cooperation": {"both_needed": True, "helper_solves": False}},
+        {"passed": True, "main_calls_helper": False, "helper_code": helper, "main_code": copied,
+         "agents": {"helper_contract": 0.5, "main_with_reference": 1.0},
+         "cooperation": {"both_needed": False, "helper_solves": False}},
+        {"passed": False, "main_calls_helper": False, "helper_code": helper,
+         "main_code": "def target(xs):\n    return sorted(xs)\n",
+         "agents": {"helper_contract": None, "main_with_reference": 0.0},
+         "cooperation": {"both_needed": None, "helper_solves": True}},
+    ]
+    got = {k: (v["count"], v["of"]) for k, v in divided.sample_profile(records).items()}
+    assert got == {"main_calls_aux": (1, 3), "helper_contract": (1, 3),
+                   "main_with_reference": (2, 3), "helper_solves": (1, 3),
+                   "main_copies_helper": (1, 3), "both_needed": (1, 2)}
