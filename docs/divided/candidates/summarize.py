@@ -1,0 +1,133 @@
+"""Issue 41's candidate recipes on `compose:val`, from their committed runs: the candidates
+table in BENCHMARKS.md ("Divided work").
+
+    .venv/bin/python docs/divided/candidates/summarize.py          # the markdown table
+    .venv/bin/python docs/divided/candidates/summarize.py --json
+
+Each folder here is one candidate (MAGRPO on compose:train, validated on compose:val every
+15 steps, 40 problems x 2 samples; or the warm start itself, `--algo sft`): config.json,
+metrics.jsonl, samples.jsonl.gz (what the agents wrote at each step) and validation/step-N/
+(each evaluation's samples, gzipped, and summary.json). Adapters are not committed (the
+chosen recipe's final runs are, in checkpoints/).
+
+Every validation figure carries its standard error over the problems, from the evaluation's
+samples (`coopcode.training.validation.evaluations`); candidates are compared at their last
+evaluation by the two-standard-error rule (`coopcode.evaluation.stats.choose`): one is
+preferred only when it leads every other by more than two standard errors of the
+difference, paired over the problems.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+KEYS = ("val/pass@1", "val/both_needed")
+THIRDS = ((1, 15), (16, 30), (31, 45))
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _recipe(config: dict[str, Any]) -> str:
+    warm = config.get("main_adapter") or config.get("helper_adapter")
+    parts = [f"`{config.get('algo')}`", f"`{config.get('scheme')}`"]
+    if config.get("algo") != "sft":
+        parts += [f"`{config.get('reward')}`", str(config.get("joint"))]
+    parts += [f"lr {config.get('learning_rate')}",
+              f"warm start {Path(warm).name}" if warm else "no warm start"]
+    return ", ".join(parts)
+
+
+def candidate(folder: Path) -> dict[str, Any]:
+    """One candidate's recipe and figures."""
+    from coopcode.training.validation import evaluations, per_problem
+
+    config = json.loads((folder / "config.json").read_text())
+    rows = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    evals = {e["step"]: e for e in evaluations(folder, rows)}
+    steps = [r for r in rows if r["step"] > 0]
+    training = {}
+    for first, last in THIRDS:
+        part = [r for r in steps if first <= r["step"] <= last]
+        training[f"{first}-{last}"] = {key: _mean([float(r[key]) for r in part if key in r])
+                                       for key in ("pass_rate", "main_calls_helper")}
+    return {"name": folder.name, "recipe": _recipe(config),
+            "steps": max((r["step"] for r in steps), default=0),
+            "val": {step: {k: e["figures"].get(k) for k in KEYS} for step, e in sorted(evals.items())},
+            "val_se": {step: {k: e["figures"].get(f"{k}_se") for k in KEYS}
+                       for step, e in sorted(evals.items())},
+            "val_calls": {step: (e["row"] or {}).get("main_calls_helper_rate")
+                          for step, e in sorted(evals.items())},
+            "last": {k: per_problem(evals[max(evals)]["row"] or {}, k) for k in KEYS}
+            if evals else {},
+            "training": training}
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}"
+
+
+def _pct_se(x: float | None, se: float | None) -> str:
+    return _pct(x) if se is None or x is None else f"{100 * x:.1f}±{100 * se:.1f}"
+
+
+def choices(found: list[dict[str, Any]]) -> dict[str, Any]:
+    """The candidates compared at their last evaluation, per figure (`stats.choose`)."""
+    from coopcode.evaluation.stats import choose
+
+    out = {}
+    for key in KEYS:
+        candidates = {c["name"]: c["last"].get(key) or {} for c in found}
+        candidates = {k: v for k, v in candidates.items() if v}
+        if len(candidates) >= 2:
+            out[key] = choose(candidates).to_dict()
+    return out
+
+
+def choice_lines(found: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for key, c in choices(found).items():
+        leads = ", ".join(f"{name} by {100 * lead['difference']:.1f}±{100 * lead['se']:.1f} "
+                          f"({lead['in_se']:.1f} SE)" for name, lead in c["leads"].items()
+                          if lead["se"] is not None)
+        verdict = (f"**{c['preferred']} is preferred**" if c["preferred"] else
+                   f"no candidate is preferred: {c['best']} leads, but not {', '.join(c['tied'])} "
+                   "by more than two standard errors")
+        lines.append(f"- {key} at the last evaluation: {verdict} (its lead, paired over the "
+                     f"problems: {leads}).")
+    return lines
+
+
+def markdown(found: list[dict[str, Any]]) -> str:
+    lines = ["| Candidate | Recipe | steps | val pass@1 by step, ±SE | val both needed (of passing), "
+             "±SE | val main calls aux | training: main calls aux (steps 1-15 / 16-30 / 31-45) |",
+             "|---|---|---|---|---|---|---|"]
+    for c in found:
+        val, se, steps = c["val"], c["val_se"], list(c["val"])
+        by_step = " / ".join(f"{s}: {_pct_se(val[s]['val/pass@1'], se[s]['val/pass@1'])}"
+                             for s in steps)
+        both = " / ".join(_pct_se(val[s]["val/both_needed"], se[s]["val/both_needed"])
+                          for s in steps)
+        calls = " / ".join(_pct(c["val_calls"][s]) for s in steps)
+        train = " / ".join(_pct(w["main_calls_helper"]) for w in c["training"].values())
+        lines.append(f"| {c['name']} | {c['recipe']} | {c['steps']} | {by_step} | {both} | "
+                     f"{calls} | {train} |")
+    return "\n".join([*lines, "", *choice_lines(found)]) + "\n"
+
+
+def main() -> None:
+    found = [candidate(f) for f in sorted(HERE.iterdir()) if (f / "metrics.jsonl").exists()]
+    if "--json" in sys.argv[1:]:
+        print(json.dumps({"candidates": [{k: v for k, v in c.items() if k != "last"}
+                                         for c in found], "choices": choices(found)}, indent=1))
+    else:
+        print(markdown(found), end="")
+
+
+if __name__ == "__main__":
+    main()
