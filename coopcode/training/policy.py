@@ -79,6 +79,9 @@ class TransformersPolicy:
             folder = check_adapter(weights, self.model_fingerprint, self.model_name)
             lora_config = LoraConfig.from_pretrained(str(folder))
             lora_config.inference_mode = False
+            # The folder names the base as the run that saved it did (a catalog name); the
+            # fingerprint above proved it is this base, so PEFT need not warn it was renamed.
+            lora_config.base_model_name_or_path = getattr(self.base, "name_or_path", None)
         with self.lock:
             if name in self.names or (self.engine is not None and name in self.engine.adapters()):
                 raise ModelError(f"adapter {name!r} is already loaded")
