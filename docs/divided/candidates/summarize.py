@@ -33,13 +33,19 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _run_name(adapter: str) -> str:
+    """The run an adapter folder belongs to (`runs/x/sft-pair/main` -> sft-pair)."""
+    path = Path(adapter)
+    return path.parent.name if path.name in ("helper", "main") else path.name
+
+
 def _recipe(config: dict[str, Any]) -> str:
-    warm = config.get("main_adapter") or config.get("helper_adapter")
+    warm = config.get("main_init") or config.get("helper_init")
     parts = [f"`{config.get('algo')}`", f"`{config.get('scheme')}`"]
     if config.get("algo") != "sft":
         parts += [f"`{config.get('reward')}`", str(config.get("joint"))]
     parts += [f"lr {config.get('learning_rate')}",
-              f"warm start {Path(warm).name}" if warm else "no warm start"]
+              f"warm start {_run_name(warm)}" if warm else "no warm start"]
     return ", ".join(parts)
 
 
