@@ -169,6 +169,34 @@ def choose_step(found: Sequence[Mapping[str, Any]], metric: str = "val/pass@1") 
     return choose(candidates) if len(candidates) >= 2 else None
 
 
+def choose_candidates(last: Mapping[str, Mapping[str, Mapping[str, float]]],
+                      keys: Sequence[str]) -> dict[str, Any]:
+    """Candidate runs compared at their last evaluation, per figure (`stats.choose`): `last`
+    maps a candidate to its per-problem estimates by figure; figures fewer than two
+    candidates hold are left out."""
+    from coopcode.evaluation.stats import choose
+
+    out = {}
+    for key in keys:
+        candidates = {name: dict(figures.get(key) or {}) for name, figures in last.items()}
+        candidates = {k: v for k, v in candidates.items() if v}
+        if len(candidates) >= 2:
+            out[key] = choose(candidates).to_dict()
+    return out
+
+
+def choice_line(what: str, choice: Mapping[str, Any]) -> str:
+    """What the two-standard-error rule says of the candidates for one figure, as a line."""
+    leads = ", ".join(f"{name} by {100 * lead['difference']:.1f}±{100 * lead['se']:.1f} "
+                      f"({lead['in_se']:.1f} SE)" for name, lead in choice["leads"].items()
+                      if lead["se"] is not None)
+    verdict = (f"**{choice['preferred']} is preferred**" if choice["preferred"] else
+               f"no candidate is preferred: {choice['best']} leads, but not "
+               f"{', '.join(choice['tied'])} by more than two standard errors")
+    return (f"- {what} at the last evaluation: {verdict} (its lead, paired over the problems: "
+            f"{leads}).")
+
+
 class Validation:
     """Benches a trainer's agents on the validation problems (rank 0 of a run)."""
 

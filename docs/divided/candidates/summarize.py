@@ -84,29 +84,15 @@ def _pct_se(x: float | None, se: float | None) -> str:
 
 def choices(found: list[dict[str, Any]]) -> dict[str, Any]:
     """The candidates compared at their last evaluation, per figure (`stats.choose`)."""
-    from coopcode.evaluation.stats import choose
+    from coopcode.training.validation import choose_candidates
 
-    out = {}
-    for key in KEYS:
-        candidates = {c["name"]: c["last"].get(key) or {} for c in found}
-        candidates = {k: v for k, v in candidates.items() if v}
-        if len(candidates) >= 2:
-            out[key] = choose(candidates).to_dict()
-    return out
+    return choose_candidates({c["name"]: c["last"] for c in found}, KEYS)
 
 
 def choice_lines(found: list[dict[str, Any]]) -> list[str]:
-    lines = []
-    for key, c in choices(found).items():
-        leads = ", ".join(f"{name} by {100 * lead['difference']:.1f}±{100 * lead['se']:.1f} "
-                          f"({lead['in_se']:.1f} SE)" for name, lead in c["leads"].items()
-                          if lead["se"] is not None)
-        verdict = (f"**{c['preferred']} is preferred**" if c["preferred"] else
-                   f"no candidate is preferred: {c['best']} leads, but not {', '.join(c['tied'])} "
-                   "by more than two standard errors")
-        lines.append(f"- {key} at the last evaluation: {verdict} (its lead, paired over the "
-                     f"problems: {leads}).")
-    return lines
+    from coopcode.training.validation import choice_line
+
+    return [choice_line(key, c) for key, c in choices(found).items()]
 
 
 def markdown(found: list[dict[str, Any]]) -> str:
