@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.evaluation import stats
+from coopcode.paper.table import _cell, _paired, _pct  # the same cells and pairing as Table 1
 from coopcode.schemes import has_helper
 from coopcode.written.copies import main_copies_helper
 
@@ -129,18 +130,6 @@ def row_figures(folder: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
     return figures
 
 
-def _paired(a: Mapping[str, Any], b: Mapping[str, Any], ks: Sequence[int]) -> list[dict[str, Any]]:
-    """B - A per k over the problems both rows hold."""
-    pa, pb = a["per_problem"], b["per_problem"]
-    shared = sorted(set(pa) & set(pb))
-    if not shared:
-        return []
-    return [{"k": k, "problems": len(shared),
-             **stats.paired_difference([pa[t][f"pass@{k}"] for t in shared],
-                                       [pb[t][f"pass@{k}"] for t in shared]).to_dict()}
-            for k in ks]
-
-
 def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
     """The table from the row folders under `root` (rows without one: not run)."""
     rows, found = [], {}
@@ -161,19 +150,6 @@ def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
               for key, against in comparisons(list(found))]
     return {"ks": list(ks), "rows": rows, "comparisons": paired,
             "interval": {"level": stats.LEVEL, "method": stats.METHOD}}
-
-
-def _pct(x: float | None, signed: bool = False) -> str:
-    if x is None:
-        return "—"
-    return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
-
-
-def _cell(entry: Mapping[str, Any], k: int) -> str:
-    value, ci = entry.get(f"pass@{k}"), entry.get(f"pass@{k}_ci")
-    if value is None:
-        return "—"
-    return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else _pct(value)
 
 
 def _profile_cell(share: Mapping[str, Any], key: str) -> str:
