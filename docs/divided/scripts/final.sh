@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Issue 41's final runs: the chosen recipe (the `warm` candidate: the contract pair from the
+# SFT warm start, per-agent reward `own`, aligned) with two seeds, and GRPO, one agent, with
+# the same data, steps, group size, learning rate, tokens and a warm start of its own (the
+# single agent fine-tuned on the same canonical code). 135 steps of 4 problems: each of
+# compose:train's 179 problems seen 3 times. Written straight into checkpoints/ (trainer
+# state and TensorBoard logs are git-ignored there). Resumable: rerun the same line.
+#   bash docs/divided/scripts/final.sh magrpo | magrpo-seed1 | grpo
+# THREADS=2 when nothing runs beside it (default 1).
+set -u
+cd "$(dirname "$0")/../../.."
+row=$1; shift
+pair=checkpoints/compose-sft-pair-0.5b
+solo=checkpoints/compose-sft-solo-0.5b
+case "$row" in
+  magrpo)       out=checkpoints/compose-magrpo-0.5b;       seed=0
+                what=(--algo magrpo --scheme contract --joint aligned
+                      --helper-adapter "$pair" --main-adapter "$pair") ;;
+  magrpo-seed1) out=checkpoints/compose-magrpo-0.5b-seed1; seed=1
+                what=(--algo magrpo --scheme contract --joint aligned
+                      --helper-adapter "$pair" --main-adapter "$pair") ;;
+  grpo)         out=checkpoints/compose-grpo-0.5b;         seed=0
+                what=(--algo grpo --scheme single --main-adapter "$solo") ;;
+  *) echo "final.sh: unknown row '$row' (magrpo, magrpo-seed1 or grpo)" >&2; exit 2 ;;
+esac
+threads=${THREADS:-1}
+if [ -f "$out/config.json" ]; then
+  exec .venv/bin/coopcode train --resume --out "$out" --threads "$threads" --sandbox docker </dev/null
+fi
+exec .venv/bin/coopcode train "${what[@]}" --reward own --problems compose:train \
+  --steps 135 --problems-per-step 4 -G 4 --lr 1e-4 --max-new-tokens 256 --seed "$seed" \
+  --save-every 3 --micro-batch 2 --eval-every 45 --eval-problems compose:val --eval-n 2 \
+  --threads "$threads" --sandbox docker --out "$out" "$@" </dev/null
