@@ -31,7 +31,7 @@ from coopcode.schemes import adapter_of
 from coopcode.training.config import TrainConfig
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
-from coopcode.training.metrics import peak_rss_mb
+from coopcode.training.metrics import peak_rss_mb, release_free_memory, rss_mb
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.rollout import (
     ExecutionScorer,
@@ -123,6 +123,7 @@ class MAGRPOTrainer(AdapterTrainer):
             metrics.update(self.apply_gradients(role))
         self.step += 1
         done = time.time()
+        release_free_memory()
         metrics.update(self._step_metrics(rollouts, rstats))
         metrics.update({
             "loss": sum(metrics[f"{r}/loss"] for r in self.roles),
@@ -135,6 +136,7 @@ class MAGRPOTrainer(AdapterTrainer):
             "step_seconds": done - started,
             "tokens_per_s": rstats.gen_tokens / max(rstats.gen_seconds, 1e-9),
             "peak_rss_mb": peak_rss_mb(),
+            "rss_mb": rss_mb(),  # after the step's freed memory is handed back
             # sandbox jobs run again because their worker was lost (never scored as failures)
             "infra_retries": float(getattr(self.rollouts.sandbox, "infra_retries", 0)),
         })

@@ -27,7 +27,7 @@ from coopcode.training.config import TrainConfig
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.examples import Example, Target, load_examples, render_targets
-from coopcode.training.metrics import peak_rss_mb
+from coopcode.training.metrics import peak_rss_mb, release_free_memory, rss_mb
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.trainer import AdapterTrainer
 
@@ -94,6 +94,7 @@ class SFTTrainer(AdapterTrainer):
             metrics.update(self.apply_gradients(role))
         self.step += 1
         seconds = time.time() - started
+        release_free_memory()
         metrics.update({
             "loss": sum(metrics[f"{r}/loss"] for r in self.roles),
             "grad_norm": max(metrics[f"{r}/grad_norm"] for r in self.roles),
@@ -103,6 +104,7 @@ class SFTTrainer(AdapterTrainer):
             "step_seconds": seconds,
             "tokens_per_s": tokens / max(seconds, 1e-9),  # trained (prompt + target) tokens
             "peak_rss_mb": peak_rss_mb(),
+            "rss_mb": rss_mb(),  # after the step's freed memory is handed back
         })
         return self.ranks.average(metrics)
 
