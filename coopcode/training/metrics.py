@@ -31,7 +31,7 @@ def rss_mb() -> float:
         return 0.0
 
 
-_LIBC: ctypes.CDLL | None | bool = False  # False: not looked up yet; None: no glibc
+_LIBC: list[ctypes.CDLL | None] = []  # empty until looked up; [None]: no glibc malloc_trim
 
 
 def release_free_memory() -> None:
@@ -40,18 +40,16 @@ def release_free_memory() -> None:
     A step's tensors differ in size from step to step (prompt and completion lengths), and
     glibc keeps what they freed in fragmented arenas: without a trim, a long run's resident
     memory climbs step after step until the machine runs out. Elsewhere (no glibc) a no-op."""
-    global _LIBC
     gc.collect()
-    if _LIBC is False:
+    if not _LIBC:
         name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
         try:
-            _LIBC = ctypes.CDLL(name) if name else None
-            if _LIBC is not None and not hasattr(_LIBC, "malloc_trim"):
-                _LIBC = None
+            libc = ctypes.CDLL(name) if name else None
         except OSError:
-            _LIBC = None
-    if _LIBC:
-        _LIBC.malloc_trim(0)
+            libc = None
+        _LIBC.append(libc if libc is not None and hasattr(libc, "malloc_trim") else None)
+    if _LIBC[0] is not None:
+        _LIBC[0].malloc_trim(0)
 
 
 class MetricsLog:
