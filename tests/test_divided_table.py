@@ -30,6 +30,9 @@ def test_the_committed_table_is_what_the_committed_samples_give() -> None:
     table = json.loads((COMMITTED / "table.json").read_text())
     run = {e["row"]: e for e in table["rows"] if e["run"]}
     assert "contract" in run  # the first baseline is in
+    carried = {e["row"]: e for e in table["humaneval"]["rows"] if e["run"]}
+    assert "he-single" in carried  # the untrained single model on HumanEval's test split
+    run.update(carried)
     for key, entry in run.items():
         folder = COMMITTED / entry["folder"]
         records = _records(folder)
@@ -48,10 +51,14 @@ def test_the_committed_table_is_what_the_committed_samples_give() -> None:
         assert (both["count"], both["of"]) == (
             sum((r.get("cooperation") or {}).get("both_needed") is True for r in passed), len(passed))
         calls = entry["profile"]["main_calls_aux"]
-        assert calls["count"] == sum(bool(r["main_calls_helper"]) for r in records)
+        assert calls["count"] == sum(bool(r.get("main_calls_helper")) for r in records)
         meta = json.loads((folder / "meta.json").read_text())
         assert entry["wall_seconds"] == meta["wall_seconds"]
-        # the bench's own summary, written when it ran, says the same
+        # the bench's own summary, written when it ran, says the same (Table 1's cooperation
+        # samples, where the HumanEval baseline comes from, keep no summary)
+        if not (folder / "summary.json").exists():
+            assert key == "he-single"
+            continue
         summary = json.loads((folder / "summary.json").read_text())
         (row,) = summary["rows"]
         for k in table["ks"]:
@@ -108,3 +115,25 @@ def test_the_sample_profile_counts_what_each_record_says() -> None:
     assert got == {"main_calls_aux": (1, 3), "helper_contract": (1, 3),
                    "main_with_reference": (2, 3), "helper_solves": (1, 3),
                    "main_copies_helper": (1, 3), "both_needed": (1, 2)}
+
+
+def test_trained_main_agents_on_humaneval_are_paired_with_the_untrained_single_model(
+        tmp_path: Path) -> None:
+    """The carry-over rows: each trained main alone on HumanEval's test split against the
+    untrained single model; a copy of that bench as a trained row ties it on every problem."""
+    root = tmp_path / "divided"
+    baseline = REPO / "docs" / "coop" / "samples" / "single"
+    shutil.copytree(baseline, root / divided.HUMANEVAL_ROWS[0].folder)
+    shutil.copytree(baseline, root / "humaneval" / "grpo")
+    table = divided.build_table(root, ks=(1, 10))
+    he = table["humaneval"]
+    assert [(c["row"], c["against"]) for c in he["comparisons"]] == [("he-grpo", "he-single")]
+    for d in he["comparisons"][0]["per_k"]:
+        assert d["diff_mean"] == 0.0 and d["tied"] == 40
+    assert [e["row"] for e in he["rows"] if not e["run"]] == ["he-magrpo", "he-magrpo-seed1"]
+    text = divided.render_markdown(table)
+    assert "Carried over: each trained main agent alone" in text
+    assert "| Single agent trained with GRPO | Single model (untrained) | 1 | +0.00 |" in text
+    # with no trained row there yet, the section is left out
+    shutil.rmtree(root / "humaneval" / "grpo")
+    assert "Carried over" not in divided.render_markdown(divided.build_table(root, ks=(1,)))

@@ -15,6 +15,9 @@ BENCHMARKS.md, "Divided work"). From those two files alone `build_table` gives:
 - each bench's wall time (meta.json; the sessions of a resumed bench are added up, and a
   session killed rather than stopped leaves none, so the figure is then a lower bound).
 
+Beside it, whether what was learned carries over: each trained main agent alone on
+HumanEval's test split, paired with the untrained single model there (HUMANEVAL_ROWS).
+
 Rows whose folder is not there yet are listed as not run, so the table grows as the
 experiment does (`docs/divided/table.py` writes `table.md` and `table.json`).
 """
@@ -61,6 +64,18 @@ ROWS = (
     DividedRow("grpo", "Single agent trained with GRPO", "single", "final/grpo", trained=True),
 )
 ROW_KEYS = tuple(r.key for r in ROWS)
+
+# Whether what the trained agents learned carries over: each trained main agent alone on
+# HumanEval's test split (no contracts there, so `single`), paired with the untrained single
+# model benched with the same settings for Table 1's cooperation section.
+HUMANEVAL_ROWS = (
+    DividedRow("he-single", "Single model (untrained)", "single", "../coop/samples/single"),
+    DividedRow("he-magrpo", "Main of the MAGRPO pair", "single", "humaneval/magrpo", trained=True),
+    DividedRow("he-magrpo-seed1", "Main of the MAGRPO pair, seed 1", "single",
+               "humaneval/magrpo-seed1", trained=True),
+    DividedRow("he-grpo", "Single agent trained with GRPO", "single", "humaneval/grpo",
+               trained=True),
+)
 KS = (1, 3, 5, 10)
 
 # What the samples are: (key, label); shares of samples, "both needed" of the passing ones.
@@ -130,10 +145,11 @@ def row_figures(folder: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
     return figures
 
 
-def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
-    """The table from the row folders under `root` (rows without one: not run)."""
+def _read_rows(root: Path, specs: Sequence[DividedRow], ks: Sequence[int]
+               ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Each row's entry (not run where its folder is not there) and the figures of those run."""
     rows, found = [], {}
-    for spec in ROWS:
+    for spec in specs:
         folder = root / spec.folder
         entry: dict[str, Any] = {"row": spec.key, "method": spec.method, "scheme": spec.scheme,
                                  "folder": spec.folder, "trained": spec.trained}
@@ -143,12 +159,28 @@ def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
         found[spec.key] = row_figures(folder, ks)
         rows.append({**entry, "run": True,
                      **{k: v for k, v in found[spec.key].items() if k != "per_problem"}})
-    method = {r.key: r.method for r in ROWS}
-    paired = [{"row": key, "method": method[key], "against": against,
-               "against_method": method[against],
-               "per_k": _paired(found[against], found[key], ks)}
-              for key, against in comparisons(list(found))]
-    return {"ks": list(ks), "rows": rows, "comparisons": paired,
+    return rows, found
+
+
+def _pairings(specs: Sequence[DividedRow], found: Mapping[str, Any],
+              pairs: Sequence[tuple[str, str]], ks: Sequence[int]) -> list[dict[str, Any]]:
+    method = {r.key: r.method for r in specs}
+    return [{"row": key, "method": method[key], "against": against,
+             "against_method": method[against], "per_k": _paired(found[against], found[key], ks)}
+            for key, against in pairs]
+
+
+def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
+    """The table from the row folders under `root` (rows without one: not run), and the
+    HumanEval carry-over rows beside it."""
+    rows, found = _read_rows(root, ROWS, ks)
+    he_rows, he_found = _read_rows(root, HUMANEVAL_ROWS, ks)
+    he_pairs = [(r.key, "he-single") for r in HUMANEVAL_ROWS
+                if r.trained and r.key in he_found and "he-single" in he_found]
+    return {"ks": list(ks), "rows": rows,
+            "comparisons": _pairings(ROWS, found, comparisons(list(found)), ks),
+            "humaneval": {"rows": he_rows,
+                          "comparisons": _pairings(HUMANEVAL_ROWS, he_found, he_pairs, ks)},
             "interval": {"level": stats.LEVEL, "method": stats.METHOD}}
 
 
@@ -169,9 +201,7 @@ def _wall(entry: Mapping[str, Any]) -> str:
     return f"{wall / 60:.0f} min" + (f" ({sessions} sessions)" if (sessions or 1) > 1 else "")
 
 
-def render_markdown(table: Mapping[str, Any]) -> str:
-    """Table 2 as markdown: pass@k with intervals, the pairings, what the samples are."""
-    ks, rows = table["ks"], table["rows"]
+def _pass_rows(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[str]:
     head = ["Method", *[f"Pass@{k} [95% CI]" for k in ks], "Problems × n", "Wall time"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for e in rows:
@@ -182,20 +212,33 @@ def render_markdown(table: Mapping[str, Any]) -> str:
         lines.append("| " + " | ".join([
             e["method"], *[_cell(e, k) for k in ks], f"{e['problems']} × {e.get('n') or '?'}",
             _wall(e)]) + " |")
+    return lines
+
+
+def _paired_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = ["| Method | against | k | Δ | 95% CI | gained / lost / tied | sign test p |",
+             "|---|---|---|---|---|---|---|"]
+    for c in comparisons:
+        for d in c["per_k"]:
+            lines.append("| " + " | ".join([
+                c["method"], c["against_method"], str(d["k"]), _pct(d["diff_mean"], True),
+                f"[{_pct(d['diff_low'], True)}, {_pct(d['diff_high'], True)}]",
+                f"{d['gained']} / {d['lost']} / {d['tied']}", f"{d['p_sign']:.3g}"]) + " |")
+    return lines
+
+
+def render_markdown(table: Mapping[str, Any]) -> str:
+    """Table 2 as markdown: pass@k with intervals, the pairings, what the samples are, and
+    the trained main agents alone on HumanEval's test split."""
+    ks, rows = table["ks"], table["rows"]
+    lines = _pass_rows(rows, ks)
     lines += ["", f"Percentages on `compose:test`; {100 * table['interval']['level']:.0f}% "
               f"intervals: {table['interval']['method']}."]
     paired = [c for c in table["comparisons"] if c["per_k"]]
     if paired:
         lines += ["", "Each trained row paired with each baseline over the problems (Δ in "
                   "percentage points; sign test: exact, two-sided, problems gained vs lost):", "",
-                  "| Method | against | k | Δ | 95% CI | gained / lost / tied | sign test p |",
-                  "|---|---|---|---|---|---|---|"]
-        for c in paired:
-            for d in c["per_k"]:
-                lines.append("| " + " | ".join([
-                    c["method"], c["against_method"], str(d["k"]), _pct(d["diff_mean"], True),
-                    f"[{_pct(d['diff_low'], True)}, {_pct(d['diff_high'], True)}]",
-                    f"{d['gained']} / {d['lost']} / {d['tied']}", f"{d['p_sign']:.3g}"]) + " |")
+                  *_paired_rows(paired)]
     run = [e for e in rows if e["run"]]
     if run:
         lines += ["", "What the samples are (shares of all samples; both needed: of the passing "
@@ -209,4 +252,12 @@ def render_markdown(table: Mapping[str, Any]) -> str:
             else:
                 cells = ["—"] * len(PROFILE)  # no helper: does not apply
             lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")
+    he = table.get("humaneval")
+    if he and any(e["run"] and e["trained"] for e in he["rows"]):
+        lines += ["", "Carried over: each trained main agent alone (`single`) on HumanEval's test "
+                  "split, with the settings of the untrained single model it is paired with "
+                  "(`docs/coop/samples/single`):", "", *_pass_rows(he["rows"], ks)]
+        he_paired = [c for c in he["comparisons"] if c["per_k"]]
+        if he_paired:
+            lines += ["", *_paired_rows(he_paired)]
     return "\n".join(lines) + "\n"
