@@ -73,6 +73,8 @@ def test_rerun_resumes_without_regenerating(tmp_path: Path, process_sandbox: obj
     run_bench(BenchConfig(schemes=("sequential",), ks=(1,), n=3), problems, more, process_sandbox, tmp_path)
     assert sum(len(c) for c in more.calls) == 2 * len(problems)  # helper + main, one sample each
     assert len((tmp_path / "samples.jsonl").read_text().splitlines()) == 3 * len(problems)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert (meta["sessions"], meta["timed_sessions"]) == (3, 3)  # none killed: all timed
 
 
 def test_other_settings_are_refused(tmp_path: Path, process_sandbox: object) -> None:
@@ -190,3 +192,6 @@ def test_sigkill_with_30_samples_in_flight_then_rerun(tmp_path: Path, tiny_model
     assert _keys_and_code(killed) == _keys_and_code(reference)
     rows = [json.loads((out / "summary.json").read_text())["rows"] for out in (killed, reference)]
     assert rows[0] == rows[1]
+    # The killed session added no time to wall_seconds, and meta.json says so.
+    metas = [json.loads((out / "meta.json").read_text()) for out in (killed, reference)]
+    assert [(m["sessions"], m["timed_sessions"]) for m in metas] == [(2, 1), (1, 1)]

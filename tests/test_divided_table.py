@@ -137,3 +137,12 @@ def test_trained_main_agents_on_humaneval_are_paired_with_the_untrained_single_m
     # with no trained row there yet, the section is left out
     shutil.rmtree(root / "humaneval" / "grpo")
     assert "Carried over" not in divided.render_markdown(divided.build_table(root, ks=(1,)))
+
+
+def test_wall_time_is_a_lower_bound_where_a_session_left_no_time() -> None:
+    wall = divided._wall
+    assert wall({"wall_seconds": 660, "sessions": 1}) == "11 min"
+    assert wall({"wall_seconds": 660, "sessions": 3}) == "11 min (3 sessions)"  # not counted
+    assert wall({"wall_seconds": 660, "sessions": 3, "timed_sessions": 3}) == "11 min (3 sessions)"
+    assert wall({"wall_seconds": 660, "sessions": 2, "timed_sessions": 1}) == "≥ 11 min (2 sessions)"
+    assert wall({"sessions": 1}) == "—"

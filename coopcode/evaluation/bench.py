@@ -357,7 +357,10 @@ def _run(config: BenchConfig, problems: list[Problem], engine: Engine, sandbox: 
 
     wall = time.time() - session_start
     summary = summarize(list(store), config, [p.task_id for p in problems], label)
-    store.update_meta(wall_seconds=round(meta.get("wall_seconds", 0.0) + wall, 1),
+    # A session killed before here adds no time; a run that knows so counts the timed ones.
+    timed = ({"timed_sessions": int(meta["timed_sessions"]) + 1}
+             if "timed_sessions" in meta else {})
+    store.update_meta(wall_seconds=round(meta.get("wall_seconds", 0.0) + wall, 1), **timed,
                       engine_detail=engine.describe(),  # now with what the engine measured
                       last_session_seconds=round(wall, 1),
                       last_session={"concurrency": scheduler.concurrency,

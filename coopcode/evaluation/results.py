@@ -105,8 +105,8 @@ class ResultsStore:
                 )
             meta = {**old, **meta, "identity": identity,
                     "sessions": old.get("sessions", 0) + 1}
-        else:
-            meta = {**meta, "identity": identity, "sessions": 1}
+        else:  # timed_sessions: the sessions that ended and added their time to wall_seconds
+            meta = {**meta, "identity": identity, "sessions": 1, "timed_sessions": 0}
         _write_json(path, meta)
         return meta
 

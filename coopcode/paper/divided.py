@@ -135,6 +135,7 @@ def row_figures(folder: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
                                "n": summary["meta"].get("n"),
                                "wall_seconds": meta.get("wall_seconds"),
                                "sessions": meta.get("sessions"),
+                               "timed_sessions": meta.get("timed_sessions"),
                                "per_problem": {t: {f"pass@{k}": p[f"pass@{k}"] for k in ks}
                                                for t, p in per_problem.items()},
                                "profile": sample_profile(read_records(samples_file(folder)))}
@@ -193,12 +194,16 @@ def _profile_cell(share: Mapping[str, Any], key: str) -> str:
 
 
 def _wall(entry: Mapping[str, Any]) -> str:
-    """The bench's wall time; a bench resumed over several sessions says so (a session that
-    was killed, not stopped, left no time to add: the figure is then a lower bound)."""
+    """The bench's wall time; a bench resumed over several sessions says so. A session that
+    was killed, not stopped, left no time to add: where meta.json counts the timed sessions
+    and one is missing, the figure is a lower bound (≥)."""
     wall, sessions = entry.get("wall_seconds"), entry.get("sessions")
     if not isinstance(wall, int | float):
         return "—"
-    return f"{wall / 60:.0f} min" + (f" ({sessions} sessions)" if (sessions or 1) > 1 else "")
+    timed = entry.get("timed_sessions")
+    low = "≥ " if isinstance(timed, int) and isinstance(sessions, int) and timed < sessions else ""
+    many = f" ({sessions} sessions)" if (sessions or 1) > 1 else ""
+    return f"{low}{wall / 60:.0f} min{many}"
 
 
 def _pass_rows(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[str]:
