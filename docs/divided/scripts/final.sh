@@ -3,8 +3,9 @@
 # SFT warm start, per-agent reward `own`, aligned) with two seeds, and GRPO, one agent, with
 # the same data, steps, group size, learning rate, tokens and a warm start of its own (the
 # single agent fine-tuned on the same canonical code). 135 steps of 4 problems: each of
-# compose:train's 179 problems seen 3 times. Written straight into checkpoints/ (trainer
-# state and TensorBoard logs are git-ignored there). Resumable: rerun the same line.
+# compose:train's 179 problems seen 3 times. Trained in runs/divided/final-runs/ROW;
+# resumable: rerun the same line. Once done, keep_checkpoint.sh copies it into checkpoints/
+# (compose-magrpo-0.5b, compose-magrpo-0.5b-seed1, compose-grpo-0.5b).
 #   bash docs/divided/scripts/final.sh magrpo | magrpo-seed1 | grpo
 # THREADS=2 when nothing runs beside it (default 1).
 set -u
@@ -13,13 +14,13 @@ row=$1; shift
 pair=checkpoints/compose-sft-pair-0.5b
 solo=checkpoints/compose-sft-solo-0.5b
 case "$row" in
-  magrpo)       out=checkpoints/compose-magrpo-0.5b;       seed=0
+  magrpo)       out=runs/divided/final-runs/magrpo;       seed=0
                 what=(--algo magrpo --scheme contract --joint aligned
                       --helper-adapter "$pair" --main-adapter "$pair") ;;
-  magrpo-seed1) out=checkpoints/compose-magrpo-0.5b-seed1; seed=1
+  magrpo-seed1) out=runs/divided/final-runs/magrpo-seed1; seed=1
                 what=(--algo magrpo --scheme contract --joint aligned
                       --helper-adapter "$pair" --main-adapter "$pair") ;;
-  grpo)         out=checkpoints/compose-grpo-0.5b;         seed=0
+  grpo)         out=runs/divided/final-runs/grpo;         seed=0
                 what=(--algo grpo --scheme single --main-adapter "$solo") ;;
   *) echo "final.sh: unknown row '$row' (magrpo, magrpo-seed1 or grpo)" >&2; exit 2 ;;
 esac

@@ -2,9 +2,9 @@
 # The warm start: the contract pair (or, with `single`, one agent) fine-tuned on
 # compose:train's canonical code, one epoch (45 steps of 4 examples), validated on
 # compose:val before and after. Resumable: rerun the same line.
-#   bash docs/divided/scripts/sft.sh contract runs/divided/sft-pair
-#     (then kept in checkpoints/compose-sft-pair-0.5b: keep_run.sh plus helper/ and main/)
-#   bash docs/divided/scripts/sft.sh single checkpoints/compose-sft-solo-0.5b  (GRPO's)
+#   bash docs/divided/scripts/sft.sh contract runs/divided/sft-pair   (the pair's)
+#   bash docs/divided/scripts/sft.sh single runs/divided/sft-solo     (GRPO's one agent)
+# each then kept as checkpoints/compose-sft-pair-0.5b, compose-sft-solo-0.5b (keep_checkpoint.sh)
 # THREADS=2 when nothing runs beside it (default 1).
 set -u
 cd "$(dirname "$0")/../../.."
