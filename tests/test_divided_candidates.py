@@ -45,3 +45,27 @@ def test_benchmarks_lists_every_candidate_as_summarize_prints_it() -> None:
     assert len(rows) == len(FOLDERS) + 1  # the head and a line per candidate
     for line in rows:
         assert line in benchmarks, line
+
+
+def _each_agent_alone(folder: Path) -> tuple[int, int, int, int]:
+    import gzip
+
+    with gzip.open(folder / "samples.jsonl.gz", "rt") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    agents = [r.get("agents") or {} for r in records]
+    helper = [a.get("helper_contract") == 1.0 for a in agents]
+    main = [a.get("main_with_reference") == 1.0 for a in agents]
+    return (sum(bool(r["passed"]) for r in records), sum(helper), sum(main),
+            sum(h and m for h, m in zip(helper, main)))
+
+
+@pytest.mark.parametrize("label,folder", [
+    ("`sft-pair`, step 45 (the warm start)", "checkpoints/compose-sft-pair-0.5b/validation/step-000045"),
+    ("`warm`, step 30", "docs/divided/candidates/warm/validation/step-000030"),
+    ("`warm`, step 45", "docs/divided/candidates/warm/validation/step-000045"),
+])
+def test_where_the_pair_loses_is_counted_from_the_samples(label: str, folder: str) -> None:
+    """BENCHMARKS' "Where the pair loses" rows: each agent judged alone, recounted."""
+    counts = _each_agent_alone(REPO / folder)
+    line = f"| {label} | " + " | ".join(map(str, counts)) + " |"
+    assert line in (REPO / "BENCHMARKS.md").read_text(), line
