@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import gc
 import json
 import os
 import resource
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,14 @@ def rss_mb() -> float:
         return 0.0
 
 
-_LIBC: list[ctypes.CDLL | None] = []  # empty until looked up; [None]: no glibc malloc_trim
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim, or None where there is no glibc."""
+    name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    try:
+        return getattr(ctypes.CDLL(name), "malloc_trim", None) if name else None
+    except OSError:
+        return None
 
 
 def release_free_memory() -> None:
@@ -41,15 +50,9 @@ def release_free_memory() -> None:
     glibc keeps what they freed in fragmented arenas: without a trim, a long run's resident
     memory climbs step after step until the machine runs out. Elsewhere (no glibc) a no-op."""
     gc.collect()
-    if not _LIBC:
-        name = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-        try:
-            libc = ctypes.CDLL(name) if name else None
-        except OSError:
-            libc = None
-        _LIBC.append(libc if libc is not None and hasattr(libc, "malloc_trim") else None)
-    if _LIBC[0] is not None:
-        _LIBC[0].malloc_trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 class MetricsLog:
