@@ -166,6 +166,8 @@ def host_checks(case: HostileCase, v: Verdict, host: HostEnv) -> None:
         assert host.secret not in everything
     if "not_root" in case.checks:
         assert "escalated" not in v.stdout and "uid=0(" not in v.stdout
+    if "answer_too_big" in case.checks:  # refused for its size, not for its time
+        assert all("exceeds" in t.message for t in v.tests), v.tests
     if "no_test_source" in case.checks:
         assert "candidate(2) == 4" not in v.stdout and "candidate(3) == 9" not in v.stdout
 
