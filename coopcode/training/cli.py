@@ -190,7 +190,7 @@ class TrainPrinter:
             ("alone/pass_rate", "main alone {:.0%}"),
             ("val/pass@1", "val pass@1 {:.1%}"), ("val/own_work", "val own work {:.0%}"),
             ("loss", "loss {:+.3f}"), ("grad_norm", "|g| {:.2f}"), ("kl", "kl {:.4f}"),
-            ("tokens_per_s", "{:.0f} tok/s"), ("step_seconds", "{:.1f} s"), ("peak_rss_mb", "peak {:.0f} MB"),
+            ("tokens_per_s", "{:.0f} tok/s"), ("step_seconds", "{:.1f} s"), ("step_peak_rss_mb", "peak {:.0f} MB"),
             ("rss_mb", "after {:.0f} MB"))
 
     def __init__(self, console: Console) -> None:

@@ -31,7 +31,8 @@ from coopcode.schemes import adapter_of
 from coopcode.training.config import TrainConfig
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
-from coopcode.training.metrics import peak_rss_mb, release_free_memory, rss_mb
+from coopcode.training.metrics import (
+    peak_rss_mb, release_free_memory, rss_mb, start_step_peak, step_peak_rss_mb)
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.rollout import (
     ExecutionScorer,
@@ -102,6 +103,7 @@ class MAGRPOTrainer(AdapterTrainer):
         """Sample, score, update every agent once; return the step's metrics."""
         cfg = self.config
         started = time.time()
+        start_step_peak()
         self.sync_sampler()
         everyone = [self.problems[i] for i in self.order.indices(self.step)]
         self.step_task_ids = [p.task_id for p in everyone]  # the step's, over all ranks
@@ -135,7 +137,8 @@ class MAGRPOTrainer(AdapterTrainer):
             "update_seconds": done - update_started,
             "step_seconds": done - started,
             "tokens_per_s": rstats.gen_tokens / max(rstats.gen_seconds, 1e-9),
-            "peak_rss_mb": peak_rss_mb(),
+            "step_peak_rss_mb": step_peak_rss_mb(),  # this step's own high-water mark
+            "peak_rss_mb": peak_rss_mb(),  # the process's, evaluations included
             "rss_mb": rss_mb(),  # after the step's freed memory is handed back
             # sandbox jobs run again because their worker was lost (never scored as failures)
             "infra_retries": float(getattr(self.rollouts.sandbox, "infra_retries", 0)),

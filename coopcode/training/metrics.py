@@ -18,10 +18,41 @@ from coopcode.core.events import Emit, Metric
 from coopcode.core.files import append_line
 
 
+_earlier_peak_mb = 0.0  # the highest peak before the last `start_step_peak` reset it
+
+
 def peak_rss_mb() -> float:
-    """The process's peak resident memory so far, in MB (ru_maxrss: KB on Linux, B on macOS)."""
+    """The process's peak resident memory so far, in MB (ru_maxrss: KB on Linux, B on macOS),
+    counting the peaks `start_step_peak` reset."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 1024
+    return max(_earlier_peak_mb, peak / 2**20 if sys.platform == "darwin" else peak / 1024)
+
+
+def start_step_peak() -> bool:
+    """Start measuring a step's own peak (`step_peak_rss_mb`): Linux resets a process's
+    high-water mark when "5" is written to /proc/self/clear_refs. False where it cannot."""
+    global _earlier_peak_mb
+    before = peak_rss_mb()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    _earlier_peak_mb = before
+    return True
+
+
+def step_peak_rss_mb() -> float:
+    """The peak resident memory since `start_step_peak`, in MB (VmHWM; without a reset, the
+    process's peak so far)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return peak_rss_mb()
 
 
 def rss_mb() -> float:

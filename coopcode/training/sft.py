@@ -27,7 +27,8 @@ from coopcode.training.config import TrainConfig
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.examples import Example, Target, load_examples, render_targets
-from coopcode.training.metrics import peak_rss_mb, release_free_memory, rss_mb
+from coopcode.training.metrics import (
+    peak_rss_mb, release_free_memory, rss_mb, start_step_peak, step_peak_rss_mb)
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.trainer import AdapterTrainer
 
@@ -80,6 +81,7 @@ class SFTTrainer(AdapterTrainer):
     def train_step(self) -> dict[str, float]:
         """One optimizer step of every agent on the next examples; the step's metrics."""
         started = time.time()
+        start_step_peak()
         everyone = [self.targets[i] for i in self.order.indices(self.step)]
         self.step_task_ids = [ts[0].task_id for ts in everyone if ts]
         mine = self.ranks.shard(everyone)
@@ -103,7 +105,8 @@ class SFTTrainer(AdapterTrainer):
             "update_seconds": seconds,
             "step_seconds": seconds,
             "tokens_per_s": tokens / max(seconds, 1e-9),  # trained (prompt + target) tokens
-            "peak_rss_mb": peak_rss_mb(),
+            "step_peak_rss_mb": step_peak_rss_mb(),  # this step's own high-water mark
+            "peak_rss_mb": peak_rss_mb(),  # the process's, evaluations included
             "rss_mb": rss_mb(),  # after the step's freed memory is handed back
         })
         return self.ranks.average(metrics)

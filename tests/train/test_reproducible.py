@@ -15,7 +15,7 @@ from coopcode.training import TrainConfig, output_scorer, train
 
 # Measured each step, not decided by the config: what may differ between two runs.
 TIMINGS = {"gen_seconds", "score_seconds", "update_seconds", "step_seconds", "tokens_per_s",
-           "peak_rss_mb", "rss_mb"}
+           "step_peak_rss_mb", "peak_rss_mb", "rss_mb"}
 
 
 def _run(model: Path, out: Path) -> None:
