@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from coopcode.problems import load_humaneval
-from coopcode.written.code import combine, defines, extract_code, prompt_context
+from coopcode.written.code import answers_a_constant, combine, defines, extract_code, prompt_context
 
 FIXTURES = Path(__file__).parent / "fixtures" / "model_outputs.jsonl"
 OUTPUTS = [json.loads(line) for line in FIXTURES.read_text().splitlines()]
@@ -100,3 +100,21 @@ def test_combine_keeps_the_prompt_context_and_checks_syntax() -> None:
     assert program.text.index("def poly") < program.text.index("def aux") < program.text.index("def find_zero")
     broken = combine(p.prompt, p.entry_point, "def aux(:\n", "def find_zero(xs):\n    return 0\n")
     assert not broken.syntax_ok and broken.syntax_error.startswith("line ")
+
+
+@pytest.mark.parametrize(("code", "constant"), [
+    ("def f(x):\n    return 2\n", True),
+    ('def f(x):\n    """Doc."""\n    return [3, "a"]\n', True),
+    ("def f(x):\n    return -1.5\n", True),
+    ("def f(x):\n    return ()\n", True),
+    ("def f(x):\n    return None\n", False),  # no answer at all, not a guess
+    ("def f(x):\n    return\n", False),
+    ("def f(x):\n    return x\n", False),
+    ("def f(x):\n    return aux(x)\n", False),
+    ("def f(x):\n    y = 2\n    return y\n", False),
+    ("def f(x):\n    return [2] * len(x)\n", False),
+    ("def g(x):\n    return 2\n", False),  # not the entry point
+    ("def f(x)\n    return 2\n", False),  # does not parse
+])
+def test_a_function_that_answers_with_one_literal_is_found(code: str, constant: bool) -> None:
+    assert answers_a_constant(code, "f") is constant

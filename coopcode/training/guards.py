@@ -1,6 +1,6 @@
 """Collapse guards: a training run watches its own metrics and says when it goes wrong.
 
-Five failures that a rising reward hides (the first four seen in committed runs):
+Six failures that a rising reward hides (all but `truncation` seen in committed runs):
 - `helper-ignored`: main stopped calling the helper. Its call rate over the last window is
   at most a quarter of its first window's (and under 10%), from a start of at least 10%.
   (One agent does the work, the other's output is unused.)
@@ -21,6 +21,11 @@ Five failures that a rising reward hides (the first four seen in committed runs)
   (`val/pass@1`, first evaluation against the last: `coopcode train --eval-every`) where
   the run has one, else the training problems' (each step is another problem: noisy, and
   the message says so). Names the terms that rose.
+- `constant-answers`: the task's function (main's, or the single agent's) answers every input
+  with one literal (`return 2`; `<agent>/constant_answers`, `coopcode.written.code.
+  answers_a_constant`) in at least a quarter of the last window's completions, at least
+  twice the first window's share: the tests pay partial credit and a fixed guess passes
+  some of them (issue 41's `cold` candidate: 0% -> 99% of main's answers in 45 steps).
 - `truncation`: at least 20% of a window's completions stopped at the token budget: the
   reward then scores code that was cut off, and the budget (`--max-new-tokens`) is too
   small for what the agents write.
@@ -148,6 +153,25 @@ def _length_collapse(history: Sequence[Mapping[str, Any]], w: int) -> list[Colla
     return found
 
 
+def _constant_answers(history: Sequence[Mapping[str, Any]], w: int) -> list[CollapseWarning]:
+    found = []
+    for agent in ("main", "single"):
+        ends = _ends(_values(history, f"{agent}/constant_answers"), w)
+        if ends is None:
+            continue
+        first, last = ends
+        start, end = _mean(first), _mean(last)
+        if end >= 0.25 and end >= 2 * start:
+            found.append(CollapseWarning(
+                "constant-answers",
+                f"{agent} answers with a constant: its function returns one literal whatever "
+                f"the input in {end:.0%} of completions in {_span(last)} ({start:.0%} in "
+                f"{_span(first)}): the tests' partial credit pays a guess",
+                (first[0][0], last[-1][0]),
+                {"agent": agent, "start": round(start, 4), "end": round(end, 4)}))
+    return found
+
+
 def _pass_rates(history: Sequence[Mapping[str, Any]], w: int) -> tuple[float, float, str] | None:
     """(where the pass rate started, where it ended, what it is): the validation split's
     first and last evaluation when the run has two, else the training windows'."""
@@ -223,7 +247,8 @@ def collapse_warnings(history: Sequence[Mapping[str, Any]],
     rows = [r for r in history if isinstance(r.get("step"), int)]
     w = _window(sum(r["step"] > 0 for r in rows))  # step 0: the validation before training
     return [*_helper_ignored(rows, w), *_trivial_main(rows, w), *_length_collapse(rows, w),
-            *_reward_without_passes(rows, w), *_truncation(rows, w, budget)]
+            *_constant_answers(rows, w), *_reward_without_passes(rows, w),
+            *_truncation(rows, w, budget)]
 
 
 class CollapseWatch:

@@ -32,7 +32,12 @@ from coopcode.training.config import TrainConfig
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.metrics import (
-    peak_rss_mb, release_free_memory, rss_mb, start_step_peak, step_peak_rss_mb)
+    peak_rss_mb,
+    release_free_memory,
+    rss_mb,
+    start_step_peak,
+    step_peak_rss_mb,
+)
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.rollout import (
     ExecutionScorer,
@@ -51,7 +56,7 @@ from coopcode.training.tree import (
 )
 from coopcode.written.analysis import analyse_cooperation, cooperation_rates
 from coopcode.written.attempts import main_calls_helper
-from coopcode.written.code import code_lines
+from coopcode.written.code import answers_a_constant, code_lines
 from coopcode.written.cooperation import pattern_rates
 from sandbox import Sandbox
 
@@ -268,6 +273,11 @@ class MAGRPOTrainer(AdapterTrainer):
         for role in self.roles:  # what the collapse guards measure code by (no docstrings)
             out[f"{role}/code_lines"] = mean([float(code_lines(s.code)) for n in roots
                                               for s in n.samples.get(role, [])])
+        for role in ("main", "single"):  # the task's function answering with one literal
+            if role in self.roles:
+                out[f"{role}/constant_answers"] = mean([
+                    1.0 if answers_a_constant(s.code, r.problem.entry_point) else 0.0
+                    for r in rollouts for s in r.root.samples.get(role, [])])
         out["truncated_rate"] = rstats.finish.get("length", 0) / max(1, rstats.samples)
         return out
 

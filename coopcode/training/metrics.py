@@ -17,7 +17,6 @@ from typing import Any
 from coopcode.core.events import Emit, Metric
 from coopcode.core.files import append_line
 
-
 _earlier_peak_mb = 0.0  # the highest peak before the last `start_step_peak` reset it
 
 

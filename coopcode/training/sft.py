@@ -28,7 +28,12 @@ from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.examples import Example, Target, load_examples, render_targets
 from coopcode.training.metrics import (
-    peak_rss_mb, release_free_memory, rss_mb, start_step_peak, step_peak_rss_mb)
+    peak_rss_mb,
+    release_free_memory,
+    rss_mb,
+    start_step_peak,
+    step_peak_rss_mb,
+)
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.trainer import AdapterTrainer
 

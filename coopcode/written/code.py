@@ -203,3 +203,27 @@ def code_lines(code: str) -> int:
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
             node.body = body[1:] or [ast.Pass()]
     return sum(1 for line in ast.unparse(module).splitlines() if line.strip())
+
+
+def answers_a_constant(code: str, entry_point: str) -> bool:
+    """Whether `entry_point` in `code` answers every input with one literal: its body, past
+    a docstring, is a single `return` of a literal (`return 2`, `return [3]`, `return ""`;
+    not a bare `return` or `return None`). What a policy learns when the tests pay partial
+    credit and a fixed guess passes some of them. Read from the syntax tree, never run."""
+    try:
+        module = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    defs = [n for n in module.body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == entry_point]
+    if not defs:
+        return False
+    body = [b for b in defs[-1].body if not isinstance(b, ast.Pass)
+            and not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
+        return False
+    try:
+        value = ast.literal_eval(body[0].value)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return value is not None

@@ -11,7 +11,12 @@ import sys
 import pytest
 
 from coopcode.training.metrics import (
-    peak_rss_mb, release_free_memory, rss_mb, start_step_peak, step_peak_rss_mb)
+    peak_rss_mb,
+    release_free_memory,
+    rss_mb,
+    start_step_peak,
+    step_peak_rss_mb,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="glibc's malloc_trim and /proc: Linux only")

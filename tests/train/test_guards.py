@@ -179,3 +179,16 @@ def test_checkpoints_show_lists_the_warnings() -> None:
     assert "warning (helper-ignored): main stopped calling the helper: 18% of joint actions" in text
     assert json.loads(show("grpo-0.5b", "--json").stdout)["warnings"] == []
     assert "collapse guards: no warnings" in show("grpo-0.5b").stdout
+
+
+def test_main_answering_with_a_constant_warns_and_a_steady_share_does_not() -> None:
+    history = stream(**{**HEALTHY, "main__constant_answers": lambda s: 0.0 if s <= 10 else 0.9})
+    (warning,) = collapse_warnings(history)
+    assert warning.kind == "constant-answers" and warning.figures["agent"] == "main"
+    assert "in 90% of completions in steps 31-40 (0% in steps 1-10)" in warning.message
+    assert warning.steps == (1, 40)
+    # A few guesses, or a share that was already there from the start, are not a collapse.
+    assert kinds(stream(**{**HEALTHY, "main__constant_answers": lambda s: 0.0 if s <= 10 else 0.2})) == []
+    assert kinds(stream(**{**HEALTHY, "single__constant_answers": 0.3})) == []
+    assert kinds(stream(**{**HEALTHY, "single__constant_answers": lambda s: 0.1 if s <= 10 else 0.3})) \
+        == ["constant-answers"]

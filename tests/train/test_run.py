@@ -27,7 +27,8 @@ def test_train_from_python_with_a_plain_reward_function(make_engine: Any, tiny_m
     metrics = [e for e in seen if isinstance(e, ev.Metric)]
     assert [m.step for m in metrics] == [1, 2]
     for key in ("reward/mean", "reward/std", "reward/score", "pass_rate", "loss", "grad_norm",
-                "tokens_per_s", "step_seconds", "step_peak_rss_mb", "peak_rss_mb", "rss_mb"):
+                "tokens_per_s", "step_seconds", "step_peak_rss_mb", "peak_rss_mb", "rss_mb",
+                "main/constant_answers"):
         assert key in metrics[0].values, key
     # The curves carry the terms the reward has: a plain function has one, `score`.
     assert not {"reward/syntax", "reward/runs", "reward/tests"} & set(metrics[0].values)

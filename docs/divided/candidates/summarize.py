@@ -49,6 +49,23 @@ def _recipe(config: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _constant_share(folder: Path, step: int) -> float | None:
+    """The share of an evaluation's samples whose main answers every input with one literal
+    (`coopcode.written.code.answers_a_constant`): the guess the tests' partial credit pays."""
+    from coopcode.evaluation.compare import read_records, samples_file
+    from coopcode.training.validation import eval_dir
+    from coopcode.written.code import answers_a_constant
+
+    try:
+        records = read_records(samples_file(eval_dir(folder, step)))
+    except FileNotFoundError:
+        return None
+    if not records:
+        return None
+    hits = [answers_a_constant(r.get("main_code") or "", r["entry_point"]) for r in records]
+    return sum(hits) / len(hits)
+
+
 def candidate(folder: Path) -> dict[str, Any]:
     """One candidate's recipe and figures."""
     from coopcode.training.validation import evaluations, per_problem
@@ -69,6 +86,7 @@ def candidate(folder: Path) -> dict[str, Any]:
                        for step, e in sorted(evals.items())},
             "val_calls": {step: (e["row"] or {}).get("main_calls_helper_rate")
                           for step, e in sorted(evals.items())},
+            "val_constant": {step: _constant_share(folder, step) for step in sorted(evals)},
             "last": {k: per_problem(evals[max(evals)]["row"] or {}, k) for k in KEYS}
             if evals else {},
             "training": training}
@@ -97,8 +115,9 @@ def choice_lines(found: list[dict[str, Any]]) -> list[str]:
 
 def markdown(found: list[dict[str, Any]]) -> str:
     lines = ["| Candidate | Recipe | steps | val pass@1 by step, ±SE | val both needed (of passing), "
-             "±SE | val main calls aux | training: main calls aux (steps 1-15 / 16-30 / 31-45) |",
-             "|---|---|---|---|---|---|---|"]
+             "±SE | val main calls aux | val main answers a constant | training: main calls aux "
+             "(steps 1-15 / 16-30 / 31-45) |",
+             "|---|---|---|---|---|---|---|---|"]
     for c in found:
         val, se, steps = c["val"], c["val_se"], list(c["val"])
         by_step = " / ".join(f"{s}: {_pct_se(val[s]['val/pass@1'], se[s]['val/pass@1'])}"
@@ -106,9 +125,10 @@ def markdown(found: list[dict[str, Any]]) -> str:
         both = " / ".join(_pct_se(val[s]["val/both_needed"], se[s]["val/both_needed"])
                           for s in steps)
         calls = " / ".join(_pct(c["val_calls"][s]) for s in steps)
+        constant = " / ".join(_pct(c["val_constant"][s]) for s in steps)
         train = " / ".join(_pct(w["main_calls_helper"]) for w in c["training"].values())
         lines.append(f"| {c['name']} | {c['recipe']} | {c['steps']} | {by_step} | {both} | "
-                     f"{calls} | {train} |")
+                     f"{calls} | {constant} | {train} |")
     return "\n".join([*lines, "", *choice_lines(found)]) + "\n"
 
 
