@@ -11,7 +11,7 @@ Parameters, by group:
   `main_init`
 - the schedule: `steps`, `epochs`, `problems_per_step`, `save_every`, `keep_checkpoints`, `seed`
 - validation: `eval_every`, `eval_problems`, `eval_n`, `eval_limit` (a bench of the agents at
-  step 0, every N steps and the last; off unless `eval_every` is given)
+  step 0, every N steps and the last; off unless `eval_every` is given), `keep_eval_adapters`
 
 Each field is declared once, here (`coopcode.settings.options.option`): its default, its help, its
 flag, its bounds and its place on the TUI's Train form. `coopcode train`'s options, the TUI
@@ -151,6 +151,10 @@ class TrainConfig:
     eval_n: int = option(2, "Samples per validation problem (val/pass@1 is their pass rate).",
                          at_least=1)
     eval_limit: int | None = option(None, "Only the first N validation problems.", at_least=1)
+    keep_eval_adapters: bool = option(
+        False, "Keep the adapters each validation measured (validation/step-N/adapters/<agent>/, "
+        "~17 MB an agent for the 0.5B model), so the step validation prefers can be benched "
+        "or used later [default: only the last step's are kept].")
 
     # -- who samples the rollouts ----------------------------------------------------------
     rollout_engine: str = option(

@@ -27,7 +27,7 @@ from coopcode.training.metrics import MetricsLog
 # the validation (it measures the agents, it does not change what is trained).
 RESUMABLE_OVERRIDES = ("steps", "save_every", "keep_checkpoints", "timeout", "rollout_engine",
                        "rollout_base_url", "deterministic", "eval_every", "eval_problems",
-                       "eval_n", "eval_limit")
+                       "eval_n", "eval_limit", "keep_eval_adapters")
 
 
 @dataclass

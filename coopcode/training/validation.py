@@ -254,6 +254,9 @@ class Validation:
                                   "recorded"))
             return {}
         figures = val_metrics(summary.rows[0])
+        if config.keep_eval_adapters:  # what was measured, to bench the step validation prefers
+            for name in adapters:
+                trainer.policy.save(name, folder / "adapters" / name)
         shown = ", ".join(f"{k.split('/', 1)[1]} {v:.3f}" for k, v in figures.items())
         where = folder.relative_to(self.out)
         self.emit(Log(message=f"validation at step {step}: {shown} ({seconds:.0f} s, {where}/)"))

@@ -124,6 +124,7 @@ def test_a_resumed_run_does_not_evaluate_step_0_again(
         validated_run: tuple[Path, list[Any], list[Any]]) -> None:
     run, _, resumed = validated_run
     assert sum(r["step"] == 0 for r in _records(run)) == 1
+    assert not list(run.glob("validation/*/adapters"))  # kept only when asked
     # --eval-every 3 from step 3: only the new last step (4) is evaluated.
     assert [m.split(":")[0] for m in _val_logs(resumed)] == ["validation at step 4"]
     assert [e["step"] for e in resumed if e["type"] == "metric"] == [4]
@@ -187,7 +188,7 @@ def test_grpo_evaluates_its_one_agent_with_the_single_scheme(tiny_model_dir: Pat
     out = tmp_path / "grpo"
     done = coopcode("train", "--model", str(tiny_model_dir), "--algo", "grpo", "--steps", "1",
                     "--eval-every", "1", "--problems", "humaneval:fit", *SMALL, "--out", str(out),
-                    "--events", "jsonl", timeout=600)
+                    "--keep-eval-adapters", "--events", "jsonl", timeout=600)
     assert done.returncode == 0, done.stderr
     events = _events(done.stdout)
     # Training on fit holds val out: no overlap warning.
@@ -201,6 +202,14 @@ def test_grpo_evaluates_its_one_agent_with_the_single_scheme(tiny_model_dir: Pat
         assert {s["scheme"] for s in samples} == {"single"} and len(samples) == 6
         assert {s["main_adapter"] for s in samples} == {f"{out / 'main'}@step-{step}"}
         assert {s["helper_adapter"] for s in samples} == {None}
+    # --keep-eval-adapters: each evaluation keeps what it measured; the last is the run's own.
+    from safetensors.torch import load_file
+
+    kept = {step: out / "validation" / f"step-{step:06d}" / "adapters" / "main" for step in (0, 1)}
+    assert [sorted(p.name for p in kept[s].iterdir()) for s in (0, 1)] == \
+        [["adapter_config.json", "adapter_model.safetensors"]] * 2
+    last, final = (load_file(str(p / "adapter_model.safetensors")) for p in (kept[1], out / "main"))
+    assert last.keys() == final.keys() and all(last[k].equal(final[k]) for k in last)
 
 
 def test_validation_does_not_change_what_is_trained(tiny_model_dir: Path, auto_sandbox: Any,

@@ -7,6 +7,11 @@
 # resumable: rerun the same line. Once done, keep_checkpoint.sh copies it into checkpoints/
 # (compose-magrpo-0.5b, compose-magrpo-0.5b-seed1, compose-grpo-0.5b).
 #   bash docs/divided/scripts/final.sh magrpo | magrpo-seed1 | grpo
+# Each evaluation (steps 0, 45, 90, 135) keeps the adapters it measured
+# (validation/step-N/adapters/), and the row is benched at the step with the highest val
+# pass@1 (ties: the later step), chosen before any test bench; step 0 is the warm start.
+# The GRPO row began without --keep-eval-adapters: its step-45 adapters were not kept (its
+# step 0 is checkpoints/compose-sft-solo-0.5b).
 # THREADS=2 when nothing runs beside it (default 1).
 set -u
 cd "$(dirname "$0")/../../.."
@@ -26,9 +31,10 @@ case "$row" in
 esac
 threads=${THREADS:-1}
 if [ -f "$out/config.json" ]; then
-  exec .venv/bin/coopcode train --resume --out "$out" --threads "$threads" --sandbox docker </dev/null
+  exec .venv/bin/coopcode train --resume --out "$out" --threads "$threads" --sandbox docker \
+    --keep-eval-adapters </dev/null
 fi
 exec .venv/bin/coopcode train "${what[@]}" --reward own --problems compose:train \
   --steps 135 --problems-per-step 4 -G 4 --lr 1e-4 --max-new-tokens 256 --seed "$seed" \
-  --save-every 3 --micro-batch 2 --eval-every 45 --eval-problems compose:val --eval-n 2 \
+  --save-every 3 --micro-batch 2 --eval-every 45 --eval-problems compose:val --eval-n 2 --keep-eval-adapters \
   --threads "$threads" --sandbox docker --out "$out" "$@" </dev/null
