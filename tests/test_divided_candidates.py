@@ -95,3 +95,24 @@ def test_the_cold_candidates_main_learned_to_guess_as_benchmarks_says() -> None:
     assert thirds == [[61, 240], [157, 240], [213, 240]]
     text = " ".join((REPO / "BENCHMARKS.md").read_text().split())
     assert "in training 61 -> 157 -> 213 of 240 main completions" in text
+
+
+def test_the_finals_step_rule_picks_the_best_validation_later_on_ties() -> None:
+    """docs/divided/scripts/chosen_step.py on the committed candidates: `warm` peaked at step
+    30 (15.0); `cold` began highest (2.5 at step 0) and began from the base model, so there is
+    nothing to bench there, said in one line."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "chosen_step", REPO / "docs" / "divided" / "scripts" / "chosen_step.py")
+    assert spec is not None and spec.loader is not None
+    rule = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rule)
+    folder = REPO / "docs" / "divided" / "candidates"
+    assert rule.chosen_step(folder / "warm") == 30
+    assert rule.chosen_step(folder / "cold") == 0
+    with pytest.raises(SystemExit, match="started from the base model"):
+        rule.adapters_of(folder / "cold", 0)
+    with pytest.raises(SystemExit, match="was not kept"):
+        rule.adapters_of(folder / "warm", 30)
+    assert rule.adapters_of(folder / "warm", 0) == "runs/divided/sft-pair"  # its warm start

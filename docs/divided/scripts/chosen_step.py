@@ -1,0 +1,43 @@
+"""Which evaluation step of a final run is benched (issue 41's rule, written before any
+bench): the step with the highest val pass@1, ties going to the later step; step 0 is the
+warm start itself. Prints the step and the adapters to bench (a run folder holding main/, and
+helper/ for a pair).
+
+    .venv/bin/python docs/divided/scripts/chosen_step.py runs/divided/final-runs/ROW
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def chosen_step(run: Path) -> int:
+    """The evaluation step the rule picks from the run's metrics.jsonl."""
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    scores = {int(r["step"]): float(r["val/pass@1"]) for r in rows if "val/pass@1" in r}
+    if not scores:
+        raise SystemExit(f"chosen_step: {run} has no evaluation")
+    return max(scores, key=lambda step: (scores[step], step))
+
+
+def adapters_of(run: Path, step: int) -> str:
+    """The folder holding the adapters that step's evaluation measured."""
+    if step == 0:  # before any update: the warm start the run began from
+        config: dict[str, Any] = json.loads((run / "config.json").read_text())
+        warm = config.get("main_init") or config.get("helper_init")
+        if not warm:
+            raise SystemExit(f"chosen_step: {run} started from the base model (no adapters)")
+        return str(Path(warm).parent if Path(warm).name in ("main", "helper") else Path(warm))
+    kept = run / "validation" / f"step-{step:06d}" / "adapters"
+    if not (kept / "main").is_dir():
+        raise SystemExit(f"chosen_step: {kept} was not kept (the run lacked --keep-eval-adapters)")
+    return str(kept)
+
+
+if __name__ == "__main__":
+    folder = Path(sys.argv[1])
+    step = chosen_step(folder)
+    print(step, adapters_of(folder, step))
