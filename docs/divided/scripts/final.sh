@@ -9,7 +9,8 @@
 #   bash docs/divided/scripts/final.sh magrpo | magrpo-seed1 | grpo
 # Each evaluation (steps 0, 45, 90, 135) keeps the adapters it measured
 # (validation/step-N/adapters/), and the row is benched at the step with the highest val
-# pass@1 (ties: the later step), chosen before any test bench; step 0 is the warm start.
+# pass@1 (ties: the later step; chosen_step.py), chosen before any test bench; step 0 is the
+# warm start.
 # The GRPO row began without --keep-eval-adapters: its step-45 adapters were not kept (its
 # step 0 is checkpoints/compose-sft-solo-0.5b).
 # THREADS=2 when nothing runs beside it (default 1).
