@@ -31,13 +31,7 @@ from coopcode.schemes import adapter_of
 from coopcode.training.config import TrainConfig
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
-from coopcode.training.metrics import (
-    peak_rss_mb,
-    release_free_memory,
-    rss_mb,
-    start_step_peak,
-    step_peak_rss_mb,
-)
+from coopcode.training.metrics import release_free_memory, start_step_peak, step_memory
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.rollout import (
     ExecutionScorer,
@@ -142,9 +136,7 @@ class MAGRPOTrainer(AdapterTrainer):
             "update_seconds": done - update_started,
             "step_seconds": done - started,
             "tokens_per_s": rstats.gen_tokens / max(rstats.gen_seconds, 1e-9),
-            "step_peak_rss_mb": step_peak_rss_mb(),  # this step's own high-water mark
-            "peak_rss_mb": peak_rss_mb(),  # the process's, evaluations included
-            "rss_mb": rss_mb(),  # after the step's freed memory is handed back
+            **step_memory(),
             # sandbox jobs run again because their worker was lost (never scored as failures)
             "infra_retries": float(getattr(self.rollouts.sandbox, "infra_retries", 0)),
         })

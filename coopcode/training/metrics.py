@@ -54,6 +54,13 @@ def step_peak_rss_mb() -> float:
     return peak_rss_mb()
 
 
+def step_memory() -> dict[str, float]:
+    """A step's memory figures for metrics.jsonl, read at its end (after the freed memory is
+    handed back): its own peak, the process's peak (evaluations included), what is left."""
+    return {"step_peak_rss_mb": step_peak_rss_mb(), "peak_rss_mb": peak_rss_mb(),
+            "rss_mb": rss_mb()}
+
+
 def rss_mb() -> float:
     """The process's resident memory now, in MB (0.0 where /proc is not there)."""
     try:

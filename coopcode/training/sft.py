@@ -27,13 +27,7 @@ from coopcode.training.config import TrainConfig
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.examples import Example, Target, load_examples, render_targets
-from coopcode.training.metrics import (
-    peak_rss_mb,
-    release_free_memory,
-    rss_mb,
-    start_step_peak,
-    step_peak_rss_mb,
-)
+from coopcode.training.metrics import release_free_memory, start_step_peak, step_memory
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.trainer import AdapterTrainer
 
@@ -110,9 +104,7 @@ class SFTTrainer(AdapterTrainer):
             "update_seconds": seconds,
             "step_seconds": seconds,
             "tokens_per_s": tokens / max(seconds, 1e-9),  # trained (prompt + target) tokens
-            "step_peak_rss_mb": step_peak_rss_mb(),  # this step's own high-water mark
-            "peak_rss_mb": peak_rss_mb(),  # the process's, evaluations included
-            "rss_mb": rss_mb(),  # after the step's freed memory is handed back
+            **step_memory(),
         })
         return self.ranks.average(metrics)
 
