@@ -160,3 +160,19 @@ def test_the_cold_candidates_reward_terms_on_validation_are_as_benchmarks_says()
     assert [term(s, "helper_tests") for s in (0, 45)] == [0.65, 0.72]
     text = " ".join((REPO / "BENCHMARKS.md").read_text().split())
     assert "0.10 (step 0) -> 0.25 -> 0.35 -> 0.29" in text and "0.65 -> 0.72" in text
+
+
+def test_the_twenty_cold_samples_read_by_hand_are_as_benchmarks_says() -> None:
+    """The 20 step-45 validation samples drawn with random.Random(3): every main a literal,
+    the helper's aux passing all of its own tests in 10."""
+    import random
+
+    from coopcode.written.code import answers_a_constant
+
+    records = read_records(samples_file(
+        REPO / "docs" / "divided" / "candidates" / "cold" / "validation" / "step-000045"))
+    drawn = random.Random(3).sample(records, 20)
+    assert all(answers_a_constant(r["main_code"], r["entry_point"]) for r in drawn)
+    assert sum(r["reward"]["helper_tests"] == 1.0 for r in drawn) == 10
+    text = " ".join((REPO / "BENCHMARKS.md").read_text().split())
+    assert "all of its own tests in 10 of the 20" in text
