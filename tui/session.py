@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from coopcode import DEFAULT_MODEL, Agents, attach_adapters
+from tui.collector import collect_all, paused_then_frozen
 
 Progress = Callable[[str], None]
 EngineFactory = Callable[[str | None, Progress], Any]  # (model spec, progress) -> Engine
@@ -100,7 +101,8 @@ class Session:
 
         # Both adapter folders first, each bad one named: never after seconds of loading.
         check_adapter_folders(spec.helper_adapter, spec.main_adapter)
-        with self._lock:
+        # The collector paused: a load's imports would start full passes that stall the UI.
+        with self._lock, paused_then_frozen():
             engine = self.agents.engine if self.agents else None
             wanted = spec.model or DEFAULT_MODEL
             if engine is None or wanted != self._engine_model:
@@ -108,6 +110,7 @@ class Session:
                     progress("releasing the previous model")
                     self.agents = None
                     engine.close()
+                    collect_all()  # its memory back before the next model takes its own
                 progress(f"loading {spec.model or 'the default model'}")
                 engine = self.engine_factory(spec.model, progress)
                 self._engine_model = wanted
@@ -123,9 +126,7 @@ class Session:
         if agents is None:
             return False
         agents.engine.close()
-        import gc
-
-        gc.collect()
+        collect_all()  # the model's cycles are frozen with it (tui.collector)
         return True
 
     def open_sandbox(self, warn: Progress) -> Any:
