@@ -33,7 +33,12 @@ async def test_runs_tab_pairs_the_chosen_runs(make_app, workdir: Path):
         runs.select(str(Path("runs") / "untrained"))
         runs.select(str(Path("runs") / "trained"))
         compare = screen.query_one("#compare")
-        await wait_until(pilot, lambda: compare.row_count == 2)
+        # Both runs shown: a row each, or, where that is wider than the column (it is at
+        # 120 columns once the layout has settled), a column each. Which one depends on
+        # whether the table had its width yet when the selection came.
+        await wait_until(pilot, lambda: len(compare.shown[1]) == 2 and compare.row_count
+                         == (5 if compare.transposed else 2), what="both runs in the table")
+        # Either way, row 0's second cell is the baseline's pass@1.
         cells = [str(c) for c in compare.get_row_at(0)]
         # each score carries its standard error, then its 95% interval on a second line
         assert "±" in cells[1] and "–" in cells[1].split("\n")[1]

@@ -33,14 +33,20 @@ class Tmux:
     def keys(self, *keys: str) -> None:
         self.run("send-keys", "-t", self.name, *keys)
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+    def wait_for(self, text: str, *more: str, timeout: float = 30.0) -> str:
+        """The first capture that holds every one of the texts.
+
+        Waiting for all of them at once matters: a capture can fall between the writes of
+        one frame, and a modal's title can be painted before its body (CI saw that).
+        """
+        texts = (text, *more)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.capture()
-            if text in screen:
+            if all(t in screen for t in texts):
                 return screen
             time.sleep(0.02)
-        raise AssertionError(f"{text!r} never appeared; the pane shows:\n{self.capture()}")
+        raise AssertionError(f"{texts!r} never all appeared; the pane shows:\n{self.capture()}")
 
     def alive(self) -> bool:
         return subprocess.run(["tmux", "has-session", "-t", self.name],
@@ -70,7 +76,8 @@ def test_tui_in_tmux_streams_code_and_shows_test_results(tmux: Tmux, tmp_path: P
     streaming = tmux.wait_for("helper ·", timeout=30)
     assert "def aux(" in tmux.wait_for("def aux(", timeout=30) or "def aux(" in streaming
     # ...then the combined program and the sandbox's verdict on the hidden tests.
-    screen = tmux.wait_for("PASSED", timeout=60)
+    screen = tmux.wait_for("PASSED", "7/7 tests", "def aux(a: float, b: float) -> float:",
+                           "assert candidate([1.0, 2.0", "aux inside a loop", timeout=60)
     assert "7/7 tests" in screen
     assert "def aux(a: float, b: float) -> float:" in screen
     assert screen.count("passed") >= 5
@@ -104,12 +111,16 @@ def test_the_main_flow_by_keys_alone_shows_the_run_and_its_verdict(tmux: Tmux, t
     tmux.wait_for("HumanEval/23", timeout=15)
     tmux.keys("C-r")
     screen = tmux.wait_for("tests", timeout=60)
-    screen = tmux.wait_for("reward (seed)", timeout=60)
+    screen = tmux.wait_for("reward (seed)", "F9 Program", "candidate(", timeout=60)
     assert "F9 Program" in screen and "candidate(" in screen  # the verdict and its tests
     # `?`: every key of the screen, over it; Esc closes.
     tmux.keys("?")
-    screen = tmux.wait_for("Keys · Collaborate", timeout=15)
-    assert "Ctrl+G" in screen and "F9" in screen
+    screen = tmux.wait_for("Keys · Collaborate", "Ctrl+G", timeout=15)
+    # At 80x24 the list is taller than the overlay: End scrolls it to the last rows (F9 and
+    # the common Esc), which were below the border (the test passed by chance before).
+    tmux.keys("End")
+    screen = tmux.wait_for("Keys · Collaborate", "F9 ", "in an editor: leave it", timeout=15)
+    assert "Ctrl+G" not in screen  # scrolled, not grown: the first rows went up
     tmux.keys("Escape")
     deadline = time.monotonic() + 10
     while "Keys · Collaborate" in tmux.capture() and time.monotonic() < deadline:
