@@ -146,3 +146,33 @@ def test_wall_time_is_a_lower_bound_where_a_session_left_no_time() -> None:
     assert wall({"wall_seconds": 660, "sessions": 3, "timed_sessions": 3}) == "11 min (3 sessions)"
     assert wall({"wall_seconds": 660, "sessions": 2, "timed_sessions": 1}) == "≥ 11 min (2 sessions)"
     assert wall({"sessions": 1}) == "—"
+
+
+def test_a_trained_row_names_the_step_its_adapters_are_at() -> None:
+    """The GRPO row was benched with checkpoints/compose-grpo-0.5b, kept at step 0 of 135 by
+    the rule: the table reads that from the checkpoint's manifest and says so in the row;
+    untrained rows and an SFT warm start name no step."""
+    table = json.loads((COMMITTED / "table.json").read_text())
+    steps = {e["row"]: e.get("adapter_step") for e in table["rows"] if e["run"]}
+    assert steps["grpo"][:2] == [0, 135] and steps["single"] is None
+    manifest = json.loads((REPO / "checkpoints" / "compose-grpo-0.5b" / "manifest.json").read_text())
+    assert [manifest["step"], manifest["total_steps"]] == [0, 135]
+    assert divided.adapter_step("checkpoints/compose-grpo-0.5b/main") == [0, 135, 135]
+    assert divided.adapter_step("checkpoints/compose-sft-solo-0.5b/main") is None  # SFT
+    assert divided.adapter_step("checkpoints/no-such-run") is None
+    assert "| Single agent trained with GRPO (step 0 of 135) | 9.43 [5.72, 13.14] |" in (
+        COMMITTED / "table.md").read_text()
+
+
+def test_a_run_stopped_early_says_where_it_stopped(tmp_path: Path) -> None:
+    """A final stopped by the stop rule keeps its planned length in the manifest; the last
+    step its metrics record is where it stopped, and the row's label says both."""
+    import shutil
+
+    run = tmp_path / "stopped"
+    shutil.copytree(REPO / "checkpoints" / "compose-grpo-0.5b", run)
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    (run / "metrics.jsonl").write_text("\n".join(line for line in lines if json.loads(line)["step"] <= 45) + "\n")
+    assert divided.adapter_step(str(run / "main")) == [0, 135, 45]
+    assert divided._step_label([0, 135, 45]) == " (step 0; stopped at 45 of 135)"
+    assert divided._step_label([0, 135, 135]) == divided._step_label([0, 135]) == " (step 0 of 135)"

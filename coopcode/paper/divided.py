@@ -24,6 +24,7 @@ experiment does (`docs/divided/table.py` writes `table.md` and `table.json`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,8 @@ from coopcode.evaluation import stats
 from coopcode.paper.table import _cell, _paired, _pct  # the same cells and pairing as Table 1
 from coopcode.schemes import has_helper
 from coopcode.written.copies import main_copies_helper
+
+REPO = Path(__file__).resolve().parents[2]  # where the benches ran: adapter paths start here
 
 
 @dataclass(frozen=True)
@@ -123,8 +126,6 @@ def sample_profile(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, 
 
 def row_figures(folder: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
     """One row's figures from its folder's samples and meta.json."""
-    import json
-
     from coopcode.evaluation.compare import read_records, samples_file, summarize_folder
 
     summary = summarize_folder(folder).to_dict()
@@ -138,12 +139,44 @@ def row_figures(folder: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
                                "timed_sessions": meta.get("timed_sessions"),
                                "per_problem": {t: {f"pass@{k}": p[f"pass@{k}"] for k in ks}
                                                for t, p in per_problem.items()},
-                               "profile": sample_profile(read_records(samples_file(folder)))}
+                               "profile": sample_profile(read_records(samples_file(folder))),
+                               "adapter_step": adapter_step(
+                                   (meta.get("identity") or {}).get("main_adapter"))}
     for k in ks:  # recomputed from the per-problem estimates
         est = stats.mean_interval([p[f"pass@{k}"] for p in per_problem.values()])
         figures[f"pass@{k}"] = est.mean
         figures[f"pass@{k}_ci"] = None if est.low is None else [est.low, est.high]
     return figures
+
+
+def adapter_step(adapter: str | None) -> list[int] | None:
+    """[step, total_steps, trained_to] of a trained run's adapters, from the run folder the
+    bench loaded them from (paths relative to the repository, as the benches ran): the step
+    its manifest says they are at, the run's planned length, and the last step its
+    metrics.jsonl records (below total_steps for a run stopped early). None where there is
+    none to read (an untrained row, a folder not here, an SFT start)."""
+    from coopcode.core.inputs import read_jsonl
+    from coopcode.training.saved_runs import read_checkpoint
+
+    if not adapter:
+        return None
+    folder = Path(adapter) if Path(adapter).is_absolute() else REPO / adapter
+    run = folder.parent if folder.name in ("helper", "main") else folder
+    info = read_checkpoint(run)
+    if info.algorithm == "sft" or info.step is None or info.total_steps is None:
+        return None
+    metrics = run / "metrics.jsonl"
+    steps = [r["step"] for _, r in read_jsonl(metrics)] if metrics.is_file() else []
+    return [info.step, info.total_steps, max(steps, default=info.total_steps)]
+
+
+def _step_label(step: Sequence[int]) -> str:
+    """' (step 0 of 135)', or ' (step 0; stopped at 45 of 135)' for a run stopped early."""
+    at, total = step[0], step[1]
+    trained = step[2] if len(step) > 2 else total  # a table.json written before the third
+    if trained < total:
+        return f" (step {at}; stopped at {trained} of {total})"
+    return f" (step {at} of {total})"
 
 
 def _read_rows(root: Path, specs: Sequence[DividedRow], ks: Sequence[int]
@@ -214,8 +247,10 @@ def _pass_rows(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[str
             lines.append("| " + " | ".join([e["method"], *["not run yet"] * len(ks), "—", "—"])
                          + " |")
             continue
+        step = e.get("adapter_step")
+        method = e["method"] + (_step_label(step) if step else "")
         lines.append("| " + " | ".join([
-            e["method"], *[_cell(e, k) for k in ks], f"{e['problems']} × {e.get('n') or '?'}",
+            method, *[_cell(e, k) for k in ks], f"{e['problems']} × {e.get('n') or '?'}",
             _wall(e)]) + " |")
     return lines
 
@@ -239,6 +274,11 @@ def render_markdown(table: Mapping[str, Any]) -> str:
     lines = _pass_rows(rows, ks)
     lines += ["", f"Percentages on `compose:test`; {100 * table['interval']['level']:.0f}% "
               f"intervals: {table['interval']['method']}."]
+    if any(e.get("adapter_step") for e in rows):
+        lines += ["", "A trained row is benched with its adapters at the step named: the "
+                  "evaluation step with the highest pass@1 on `compose:val`, ties to the later "
+                  "one, step 0 being the run's warm start (the rule BENCHMARKS.md, \"Divided "
+                  "work\", wrote down before any bench)."]
     paired = [c for c in table["comparisons"] if c["per_k"]]
     if paired:
         lines += ["", "Each trained row paired with each baseline over the problems (Δ in "

@@ -4,6 +4,7 @@ warm start itself. Prints the step and the adapters to bench (a run folder holdi
 helper/ for a pair).
 
     .venv/bin/python docs/divided/scripts/chosen_step.py runs/divided/final-runs/ROW
+    .venv/bin/python docs/divided/scripts/chosen_step.py --choosable RUN  # still in the running
 """
 
 from __future__ import annotations
@@ -14,13 +15,27 @@ from pathlib import Path
 from typing import Any
 
 
-def chosen_step(run: Path) -> int:
-    """The evaluation step the rule picks from the run's metrics.jsonl."""
+def _scores(run: Path) -> dict[int, float]:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     scores = {int(r["step"]): float(r["val/pass@1"]) for r in rows if "val/pass@1" in r}
     if not scores:
         raise SystemExit(f"chosen_step: {run} has no evaluation")
+    return scores
+
+
+def chosen_step(run: Path) -> int:
+    """The evaluation step the rule picks from the run's metrics.jsonl."""
+    scores = _scores(run)
     return max(scores, key=lambda step: (scores[step], step))
+
+
+def choosable_steps(run: Path) -> list[int]:
+    """The evaluation steps of an unfinished run that the rule could still pick, whatever the
+    evaluations still to come measure: no earlier step scored higher, no later step as high.
+    Only their adapters need keeping (carry_run.sh)."""
+    scores = _scores(run)
+    return [s for s, v in sorted(scores.items())
+            if not any(t < s and w > v or t > s and w >= v for t, w in scores.items())]
 
 
 def adapters_of(run: Path, step: int) -> str:
@@ -32,12 +47,19 @@ def adapters_of(run: Path, step: int) -> str:
             raise SystemExit(f"chosen_step: {run} started from the base model (no adapters)")
         return str(Path(warm).parent if Path(warm).name in ("main", "helper") else Path(warm))
     kept = run / "validation" / f"step-{step:06d}" / "adapters"
-    if not (kept / "main").is_dir():
-        raise SystemExit(f"chosen_step: {kept} was not kept (the run lacked --keep-eval-adapters)")
-    return str(kept)
+    if (kept / "main").is_dir():
+        return str(kept)
+    manifest = run / "manifest.json"
+    if manifest.is_file() and (run / "main").is_dir() \
+            and json.loads(manifest.read_text()).get("step") == step:
+        return str(run)  # the run's last step: its own adapters
+    raise SystemExit(f"chosen_step: {kept} was not kept (the run lacked --keep-eval-adapters)")
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--choosable":
+        print(" ".join(str(s) for s in choosable_steps(Path(sys.argv[2]))))
+        raise SystemExit(0)
     folder = Path(sys.argv[1])
     step = chosen_step(folder)
     print(step, adapters_of(folder, step))

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Carry an unfinished final run to the next machine in git, and back.
+#   bash docs/divided/scripts/carry_run.sh pack runs/divided/final-runs/ROW docs/divided/carried/ROW
+#   bash docs/divided/scripts/carry_run.sh unpack docs/divided/carried/ROW runs/divided/final-runs/ROW
+# A working session may start on a fresh machine that has only what was committed; runs/ is
+# not. `pack` copies what `coopcode train --resume` needs: the run's record as keep_run.sh keeps
+# it (config, metrics, manifest, step samples and each evaluation, gzipped), the adapters an
+# evaluation kept where the step rule could still pick it (chosen_step.py --choosable; never
+# step 0's: that is the warm start, which chosen_step.py takes from the config), and the newest
+# trainer state (adapters, optimizer, schedule, RNG: ~105 MB for a pair). `unpack` puts them
+# back into an empty run folder; final.sh calls it when its run folder has no config.json.
+# Once the run is kept in checkpoints/ (keep_checkpoint.sh), delete the carried folder.
+set -eu
+what=$1; src=$2; dest=$3
+case "$what" in
+  pack)
+    state=$(ls -d "$src"/trainer_state/step-[0-9]* 2>/dev/null | sort | tail -1)
+    [ -n "$state" ] || { echo "carry_run: $src has no saved trainer state" >&2; exit 1; }
+    rm -rf "${dest:?}.partial"
+    bash "$(dirname "$0")/keep_run.sh" "$src" "$dest.partial"  # the record, as docs keep one
+    # The adapters of an evaluation the step rule can no longer pick are left behind.
+    for step in $(.venv/bin/python "$(dirname "$0")/chosen_step.py" --choosable "$src" 2>/dev/null); do
+      v=$(printf '%s/validation/step-%06d' "$src" "$step")
+      if [ "$step" != 0 ] && [ -d "$v/adapters" ]; then
+        cp -r "$v/adapters" "$dest.partial/validation/$(basename "$v")/adapters"
+      fi
+    done
+    mkdir -p "$dest.partial/trainer_state"
+    cp -r "$state" "$dest.partial/trainer_state/"
+    rm -rf "$dest"
+    mv "$dest.partial" "$dest"
+    echo "carried $src (state $(basename "$state")) in $dest: $(du -sh "$dest" | cut -f1)"
+    ;;
+  unpack)
+    [ -f "$src/config.json" ] || { echo "carry_run: $src holds no carried run" >&2; exit 1; }
+    if [ -f "$dest/config.json" ]; then
+      echo "carry_run: $dest already holds a run; it is left as it is" >&2; exit 1
+    fi
+    mkdir -p "$dest"
+    cp -r "$src/." "$dest/"
+    find "$dest" -name '*.jsonl.gz' | while read -r gz; do
+      gzip -d -c "$gz" > "${gz%.gz}" && rm "$gz"
+    done
+    echo "unpacked $src into $dest: it resumes from $(ls "$dest/trainer_state")"
+    ;;
+  *) echo "carry_run: pack RUN DEST or unpack CARRIED RUN" >&2; exit 2 ;;
+esac
