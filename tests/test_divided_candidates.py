@@ -479,10 +479,9 @@ def _passed(actions: list[dict[str, Any]]) -> int:
 
 
 def _second_draw() -> Path:
-    """Seed 0's second draw (2026-11-29): carried in git while unfinished
-    (docs/divided/carried/magrpo, carry_run.sh), kept in checkpoints/ once it ends."""
-    kept = REPO / "checkpoints" / "compose-magrpo-0.5b"
-    return kept if (kept / "metrics.jsonl").exists() else REPO / "docs" / "divided" / "carried" / "magrpo"
+    """Seed 0's second draw (2026-11-29), carried to the next session (carry_run.sh) and
+    kept in checkpoints/ when it ended."""
+    return REPO / "checkpoints" / "compose-magrpo-0.5b"
 
 
 @MODEL_CODE_WARNINGS
@@ -567,3 +566,66 @@ def test_what_the_second_draws_main_writes_after_its_turn_is_counted() -> None:
     assert passing == ["correct_bracketing_of_sort_numbers", "decimal_to_binary_of_solution"]
     assert all(k == "outer(aux(x))" for k, (_, a) in zip(kinds, picked) if a["passed"])
     assert "**11 return the inner function applied to aux's result**" in _benchmarks_text()
+
+
+def _undefined_calls(code: str) -> set[str]:
+    """Names main calls that nothing defines: not aux, not a builtin, not defined, assigned,
+    imported or an argument anywhere in its code."""
+    import ast
+    import builtins
+
+    tree = ast.parse(code)
+    known = {"aux"}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            known.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            known |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            known.add(node.id)
+        elif isinstance(node, ast.arg):
+            known.add(node.arg)
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and n.func.id not in known and not hasattr(builtins, n.func.id)}
+
+
+@MODEL_CODE_WARNINGS
+def test_seed_0s_end_and_the_step_the_rule_picks_are_counted() -> None:
+    """BENCHMARKS, "Seed 0's end": step 135's evaluation, the chosen step, and main calling
+    functions nobody defines, recounted from the kept record."""
+    run = _second_draw()
+    text = _benchmarks_text()
+    metrics = {r["step"]: r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())}
+    val = {s: round(100 * r["val/pass@1"], 1) for s, r in metrics.items() if "val/pass@1" in r}
+    assert val == {0: 8.8, 45: 20.0, 90: 3.8, 135: 0.0} and "**8.8 / 20.0 / 3.8 / 0.0**" in text
+    assert json.loads((run / "chosen_step.json").read_text())["step"] == 45
+    assert json.loads((run / "manifest.json").read_text())["step"] == 45
+    assert "benched at step 45**" in text
+    (row,) = summarize_folder(run / "validation" / "step-000135").rows
+    assert row["pass@1"] == 0.0 and round(100 * row["acc@1"], 1) == 0.3
+    assert round(100 * row["own_work_rate"], 1) == 2.5 and round(100 * row["shell_rate"]) == 94
+    assert round(row["reward_terms"]["helper_tests"], 3) == 0.708
+    assert [round(metrics[s]["step_seconds"]) for s in (127, 130)] == [324, 89]
+    assert round(metrics[135]["val/seconds"]) == 837
+    norms = {s: metrics[s]["main/grad_norm"] for s in range(91, 136)}
+    assert sum(v > 200 for v in norms.values()) == 11 and round(max(norms.values())) == 543
+    tokens = [metrics[s]["main/completion_tokens"] for s in range(91, 136)]
+    assert (round(min(tokens)), round(max(tokens))) == (96, 256)
+    assert round(100 * sum(metrics[s]["truncated_rate"] for s in range(91, 136)) / 45) == 27
+    credit = [metrics[s]["credit/main"] for s in range(91, 136)]
+    assert (round(min(credit), 2), round(max(credit), 2)) == (0.07, 0.87)
+    steps = _actions_by_step(run)
+
+    def undefined(a: int, b: int) -> tuple[int, int, int, int]:
+        acts = [x for s in range(a, b + 1) for x in steps[s]]
+        calls = unparsed = 0
+        for x in acts:
+            try:
+                calls += bool(_undefined_calls(x["main"] or ""))
+            except SyntaxError:
+                unparsed += 1
+        return calls, len(acts), unparsed, _passed(acts)
+
+    assert undefined(1, 45)[:2] == (24, 720) and undefined(76, 90)[:2] == (50, 240)
+    assert undefined(121, 135) == (116, 240, 10, 3)
+    assert "**116 of 240 in steps 121-135**" in text and "3 of those 240 passed" in text
