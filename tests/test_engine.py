@@ -224,6 +224,7 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
     # What was measured is what the next engine runs, and the packed copy (as much memory as
     # the weights) is made only if the choice uses it.
     cache = kernel_memory.read()
+    can_pack = kernel_weights.can_pack(torch.bfloat16)
     for remembered in ({"one": ["aten"], "many": ["onednn"]}, {"one": ["aten"], "many": ["packed"]}):
         for v in cache.values():
             if "kernels" in v:
@@ -233,7 +234,13 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
         engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=4)
         try:
             engine.batcher()
-            packs = remembered["many"] == ["packed"] and kernel_weights.can_pack(torch.bfloat16)
+            if remembered["many"] == ["packed"] and not can_pack:
+                # Where oneDNN cannot pack bf16 (an AVX2-only CPU), a remembered choice naming
+                # "packed" is none of this machine's: it is measured again from what is offered.
+                assert "packed" not in {way for ways in engine.kernels.values() for way in ways}
+                assert kernel_memory.read()[next(iter(cache))]["kernels"] == engine.kernels
+                continue
+            packs = remembered["many"] == ["packed"]
             assert (engine.kernel_weights is not None) == packs
             assert engine.kernel_weights is None or engine.kernel_weights.ways == {"packed"}
             kinds = {type(m) for m in engine.base.modules() if isinstance(m, torch.nn.Linear)}
