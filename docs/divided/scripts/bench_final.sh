@@ -19,6 +19,18 @@ case "$row" in
   grpo)         run=checkpoints/compose-grpo-0.5b ;;
   *) echo "bench_final.sh: unknown row '$row' (magrpo, magrpo-seed1 or grpo)" >&2; exit 2 ;;
 esac
+# A bench stopped by a session's end is carried in git as its samples so far
+# (docs/divided/carried/bench/final/ROW/: samples.jsonl.gz and meta.json); on a machine
+# without the run folder it is restored here first and the bench resumes from it.
+for part in "final/$row" "final/$row-main" "humaneval/$row"; do
+  carried=docs/divided/carried/bench/$part
+  if [ -f "$carried/samples.jsonl.gz" ] && [ ! -f "runs/divided/$part/samples.jsonl" ]; then
+    mkdir -p "runs/divided/$part"
+    gunzip -c "$carried/samples.jsonl.gz" > "runs/divided/$part/samples.jsonl"
+    cp "$carried/meta.json" "runs/divided/$part/"
+    echo "restored runs/divided/$part from $carried: it resumes"
+  fi
+done
 bench() { .venv/bin/coopcode bench --n 10 --k 1,3,5,10 --sandbox docker "$@" </dev/null; }
 if [ "$row" = grpo ]; then
   bench --problems compose:test --reward own --scheme single --main-adapter "$run" --out "runs/divided/final/$row" || exit
