@@ -21,14 +21,11 @@ case "$row" in
 esac
 # A bench stopped by a session's end is carried in git as its samples so far
 # (docs/divided/carried/bench/final/ROW/: samples.jsonl.gz and meta.json); on a machine
-# without the run folder it is restored here first and the bench resumes from it.
+# without the run folder it is restored here first (carry_run.sh unpack) and resumes.
 for part in "final/$row" "final/$row-main" "humaneval/$row"; do
   carried=docs/divided/carried/bench/$part
   if [ -f "$carried/samples.jsonl.gz" ] && [ ! -f "runs/divided/$part/samples.jsonl" ]; then
-    mkdir -p "runs/divided/$part"
-    gunzip -c "$carried/samples.jsonl.gz" > "runs/divided/$part/samples.jsonl"
-    cp "$carried/meta.json" "runs/divided/$part/"
-    echo "restored runs/divided/$part from $carried: it resumes"
+    bash docs/divided/scripts/carry_run.sh unpack "$carried" "runs/divided/$part" || exit 1
   fi
 done
 bench() { .venv/bin/coopcode bench --n 10 --k 1,3,5,10 --sandbox docker "$@" </dev/null; }

@@ -8,7 +8,8 @@
 # evaluation kept where the step rule could still pick it (chosen_step.py --choosable; never
 # step 0's: that is the warm start, which chosen_step.py takes from the config), and the newest
 # trainer state (adapters, optimizer, schedule, RNG: ~105 MB for a pair). `unpack` puts them
-# back into an empty run folder; final.sh calls it when its run folder has no config.json.
+# back into an empty run folder; final.sh calls it when its run folder has no config.json,
+# and bench_final.sh for a bench carried as its samples so far (samples.jsonl.gz, meta.json).
 # Once the run is kept in checkpoints/ (keep_checkpoint.sh), delete the carried folder.
 set -eu
 what=$1; src=$2; dest=$3
@@ -31,9 +32,10 @@ case "$what" in
     mv "$dest.partial" "$dest"
     echo "carried $src (state $(basename "$state")) in $dest: $(du -sh "$dest" | cut -f1)"
     ;;
-  unpack)
-    [ -f "$src/config.json" ] || { echo "carry_run: $src holds no carried run" >&2; exit 1; }
-    if [ -f "$dest/config.json" ]; then
+  unpack)  # a training run (config.json) or a bench's samples so far (meta.json)
+    [ -f "$src/config.json" ] || [ -f "$src/meta.json" ] \
+      || { echo "carry_run: $src holds no carried run" >&2; exit 1; }
+    if [ -f "$dest/config.json" ] || [ -f "$dest/samples.jsonl" ]; then
       echo "carry_run: $dest already holds a run; it is left as it is" >&2; exit 1
     fi
     mkdir -p "$dest"
@@ -41,7 +43,8 @@ case "$what" in
     find "$dest" -name '*.jsonl.gz' | while read -r gz; do
       gzip -d -c "$gz" > "${gz%.gz}" && rm "$gz"
     done
-    echo "unpacked $src into $dest: it resumes from $(ls "$dest/trainer_state")"
+    from=$(ls "$dest/trainer_state" 2>/dev/null || echo "its samples so far")
+    echo "unpacked $src into $dest: it resumes from $from"
     ;;
   *) echo "carry_run: pack RUN DEST or unpack CARRIED RUN" >&2; exit 2 ;;
 esac
