@@ -33,8 +33,7 @@ def test_there_are_candidates() -> None:
 def test_validation_figures_come_from_the_committed_samples(folder: Path) -> None:
     config = json.loads((folder / "config.json").read_text())
     assert config["problems"] == "compose:train" and config["eval_problems"] == "compose:val"
-    records = {r["step"]: r for r in map(json.loads, (folder / "metrics.jsonl").read_text().splitlines())
-               if "val/pass@1" in r}
+    records = {s: r for s, r in _metrics_by_step(folder).items() if "val/pass@1" in r}
     assert 0 in records and len(records) >= 2  # before training, and after
     for step, record in records.items():
         (row,) = summarize_folder(folder / "validation" / f"step-{step:06d}").rows
@@ -62,6 +61,11 @@ def _each_agent_alone(folder: Path) -> tuple[int, int, int, int]:
     main = [a.get("main_with_reference") == 1.0 for a in agents]
     return (sum(bool(r["passed"]) for r in records), sum(helper), sum(main),
             sum(h and m for h, m in zip(helper, main)))
+
+
+def _metrics_by_step(run: Path) -> dict[int, dict[str, Any]]:
+    """A run's metrics.jsonl, each record under its step."""
+    return {r["step"]: r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())}
 
 
 def _benchmarks_text() -> str:
@@ -398,7 +402,7 @@ def test_the_magrpo_finals_collapse_is_counted_from_its_record() -> None:
     checkpoints/compose-magrpo-0.5b once it ends)."""
     run = REPO / "docs" / "divided" / "final-runs" / "magrpo"
     text = _benchmarks_text()
-    metrics = {r["step"]: r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())}
+    metrics = _metrics_by_step(run)
     tokens = " / ".join(str(round(metrics[s]["main/completion_tokens"])) for s in range(23, 32))
     assert f"(mean tokens {tokens} in steps 23-31)" in text, tokens
     norms = [round(metrics[s]["main/grad_norm"]) for s in range(23, 27)]
@@ -490,8 +494,8 @@ def test_seed_0s_second_draw_is_counted_from_its_record() -> None:
     same data order as the first attempt, another start, and the turn after step 45."""
     run, first = _second_draw(), REPO / "docs" / "divided" / "final-runs" / "magrpo"
     text = _benchmarks_text()
-    metrics = {r["step"]: r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())}
-    before = {r["step"]: r for r in map(json.loads, (first / "metrics.jsonl").read_text().splitlines())}
+    metrics = _metrics_by_step(run)
+    before = _metrics_by_step(first)
     assert all(metrics[s]["task_ids"] == before[s]["task_ids"] for s in range(1, 47))
     assert [round(metrics[1]["reward/mean"], 2), round(before[1]["reward/mean"], 2)] == [0.92, 1.26]
     val = {s: (round(100 * r["val/pass@1"], 1), round(100 * r["val/pass@1_se"], 1))
@@ -595,7 +599,7 @@ def test_seed_0s_end_and_the_step_the_rule_picks_are_counted() -> None:
     functions nobody defines, recounted from the kept record."""
     run = _second_draw()
     text = _benchmarks_text()
-    metrics = {r["step"]: r for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines())}
+    metrics = _metrics_by_step(run)
     val = {s: round(100 * r["val/pass@1"], 1) for s, r in metrics.items() if "val/pass@1" in r}
     assert val == {0: 8.8, 45: 20.0, 90: 3.8, 135: 0.0} and "**8.8 / 20.0 / 3.8 / 0.0**" in text
     assert json.loads((run / "chosen_step.json").read_text())["step"] == 45
