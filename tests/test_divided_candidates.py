@@ -633,3 +633,47 @@ def test_seed_0s_end_and_the_step_the_rule_picks_are_counted() -> None:
     assert undefined(1, 45)[:2] == (24, 720) and undefined(76, 90)[:2] == (50, 240)
     assert undefined(121, 135) == (116, 240, 10, 3)
     assert "**116 of 240 in steps 121-135**" in text and "3 of those 240 passed" in text
+
+
+@MODEL_CODE_WARNINGS
+def test_twenty_of_seed_0s_last_samples_read_by_hand_are_counted() -> None:
+    """BENCHMARKS, "Read by hand: 20 of main's 240 completions of steps 121-135": main calls
+    the task's inner function by name without writing it, or writes it wrong."""
+    import ast
+    import random
+
+    def kind(entry: str, code: str) -> str:
+        try:
+            module = ast.parse(code)
+        except SyntaxError:
+            return "unparseable"
+        inner = entry.split("_of_")[0]
+        (outer,) = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == entry]
+        written = {n.name for n in ast.walk(outer) if isinstance(n, ast.FunctionDef)}
+        if not any(isinstance(b, ast.Return) for b in outer.body):
+            return "no return"
+        if inner in written:
+            return "writes the inner function"
+        called = {n.func.id for n in ast.walk(outer)
+                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        return "calls it unwritten" if inner in called else "other"
+
+    acts = [(r["task_id"].split("/", 1)[1], a)
+            for r in map(json.loads, gzip.open(_second_draw() / "samples.jsonl.gz", "rt"))
+            if 121 <= r["step"] <= 135 for a in r["actions"]]
+    picked = random.Random(9).sample(acts, 20)
+    kinds = [kind(entry, a["main"]) for entry, a in picked]
+    assert {k: kinds.count(k) for k in kinds} == {"calls it unwritten": 11,
+                                                   "writes the inner function": 8, "no return": 1}
+    assert not any(a["passed"] for _, a in picked)
+    one_liners = [a["main"] for (_, a), k in zip(picked, kinds) if k == "calls it unwritten"]
+    assert sum(len(ast.parse(c).body[0].body) == 1 for c in one_liners) == 9
+    writes = [a["main"] for (entry, a), k in zip(picked, kinds) if k == "writes the inner function"]
+    assert sum(bool(_undefined_calls(c)) for c in writes) == 4
+    every = [kind(entry, a["main"]) for entry, a in acts]
+    assert {k: every.count(k) for k in every} == {"calls it unwritten": 104,
+                                                  "writes the inner function": 103,
+                                                  "no return": 15, "unparseable": 10, "other": 8}
+    text = _benchmarks_text()
+    assert "**11 call the task's inner function by its name without writing it**" in text
+    assert "Over all 240: 104 call the inner function unwritten, 103 write it" in text
