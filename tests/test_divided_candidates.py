@@ -677,3 +677,53 @@ def test_twenty_of_seed_0s_last_samples_read_by_hand_are_counted() -> None:
     text = _benchmarks_text()
     assert "**11 call the task's inner function by its name without writing it**" in text
     assert "Over all 240: 104 call the inner function unwritten, 103 write it" in text
+
+
+def test_seed_0s_bench_and_twenty_of_its_samples_read_by_hand_are_counted() -> None:
+    """BENCHMARKS, "Seed 0's bench, ended": what the pair's 880 compose:test samples are, by
+    script, and the 20 read by hand (sorted by problem and sample, random.Random(10))."""
+    import re
+
+    final = REPO / "docs" / "divided" / "final"
+    records = sorted(read_records(samples_file(final / "magrpo")),
+                     key=lambda r: (r["task_id"], int(r["sample"])))
+    assert len(records) == 880
+    shell = re.compile(r"return \w+\(aux\([^()]*\)\)")
+
+    def last_line(r: dict[str, Any]) -> str:
+        lines = r["main_code"].strip().splitlines()
+        return lines[-1].strip() if lines else ""
+
+    def halves(r: dict[str, Any]) -> tuple[bool, bool]:
+        agents = r["agents"]
+        return agents["helper_contract"] == 1.0, agents["main_with_reference"] == 1.0
+
+    def count(rs: list[dict[str, Any]]) -> dict[str, int]:
+        kinds = [halves(r) for r in rs]
+        return {"passed": sum(bool(r["passed"]) for r in rs),
+                "shell": sum(bool(shell.fullmatch(last_line(r))) for r in rs),
+                "both right": kinds.count((True, True)), "aux right": kinds.count((True, False)),
+                "main right": kinds.count((False, True)), "neither": kinds.count((False, False)),
+                "passed, both right": sum(bool(r["passed"]) and halves(r) == (True, True) for r in rs),
+                "main unparsed": sum(not r["agents"]["main_parses"] for r in rs)}
+
+    assert count(records) == {"passed": 197, "shell": 798, "both right": 175, "aux right": 296,
+                              "main right": 159, "neither": 250, "passed, both right": 175,
+                              "main unparsed": 44}
+    assert sum(not r["agents"]["helper_parses"] for r in records) == 4
+    drawn = [records[i] for i in random.Random(10).sample(range(len(records)), 20)]
+    assert count(drawn) == {"passed": 4, "shell": 19, "both right": 3, "aux right": 9,
+                            "main right": 2, "neither": 6, "passed, both right": 3,
+                            "main unparsed": 1}
+    quoted = {r["task_id"].split("/", 1)[1]: bool(r["passed"]) for r in drawn}
+    assert quoted["median_of_rolling_max"] and quoted["iscube_of_sum_squares"]
+    assert not quoted["pluck_of_parse_nested_parens"]
+    alone = read_records(samples_file(final / "magrpo-main"))
+    assert sum(bool(r["passed"]) for r in alone) == 4  # 0.45% of 880
+    assert sum("aux(" in r["main_code"] for r in alone) == 832
+    assert sum("def aux(" in r["main_code"] for r in alone) == 108
+    text = _benchmarks_text()
+    assert "in 798, with the outer function written inside the entry point" in text
+    assert "Both halves right: 175, and all 175 pass; only aux right: 296" in text
+    assert "**4 pass; 19 of the 20 end `return outer(aux(x))`**" in text
+    assert "it calls aux in 832 of its 880 samples and defines it in 108" in text

@@ -61,8 +61,8 @@ def test_the_committed_table_is_what_the_committed_samples_give() -> None:
             continue
         summary = json.loads((folder / "summary.json").read_text())
         (row,) = summary["rows"]
-        for k in table["ks"]:
-            assert entry[f"pass@{k}"] == pytest.approx(row[f"pass@{k}"], abs=5e-5), (key, k)
+        for k in table["ks"]:  # the summary rounds to 4 places: at most half a unit off
+            assert entry[f"pass@{k}"] == pytest.approx(row[f"pass@{k}"], abs=5e-5 + 1e-12), (key, k)
 
 
 @pytest.mark.parametrize("doc", ["README.md", "BENCHMARKS.md"])
