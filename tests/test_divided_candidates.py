@@ -727,3 +727,31 @@ def test_seed_0s_bench_and_twenty_of_its_samples_read_by_hand_are_counted() -> N
     assert "Both halves right: 175, and all 175 pass; only aux right: 296" in text
     assert "**4 pass; 19 of the 20 end `return outer(aux(x))`**" in text
     assert "it calls aux in 832 of its 880 samples and defines it in 108" in text
+
+
+def test_seed_1s_first_steps_are_counted_from_its_record() -> None:
+    """BENCHMARKS, "Seed 1, begun": its step-0 validation and steps 1-24, from the committed
+    record (carried while it trains; kept in checkpoints/ once it ends)."""
+    import statistics
+
+    record = next(f for f in (REPO / "docs" / "divided" / "carried" / "magrpo-seed1",
+                              REPO / "checkpoints" / "compose-magrpo-0.5b-seed1")
+                  if (f / "metrics.jsonl").exists())
+    by_step = _metrics_by_step(record)
+    assert by_step[0]["val/pass@1"] == pytest.approx(0.1125)
+    steps = [by_step[s] for s in range(1, 25)]
+    seconds = [r["step_seconds"] for r in steps]
+    assert round(sum(seconds) / 60) == 82 and round(statistics.mean(seconds)) == 205
+    assert (round(min(seconds)), round(max(seconds))) == (129, 350)
+    assert round(statistics.mean(r["gen_seconds"] for r in steps)) == 92
+    assert round(statistics.mean(r["update_seconds"] for r in steps)) == 110
+    rates = [r["tokens_per_s"] for r in steps]
+    assert (round(min(rates)), round(max(rates))) == (20, 37)
+    grads = [max(r["main/grad_norm"], r["helper/grad_norm"]) for r in steps]
+    assert round(max(grads)) == 107 and grads.index(max(grads)) + 1 == 23
+    assert round(max(r["step_peak_rss_mb"] for r in steps) / 1000, 1) == 20.4  # "peak 20382 MB"
+    passes = [r["pass_rate"] for r in steps]
+    assert (min(passes), max(passes), round(statistics.mean(passes), 2)) == (0.0, 0.5, 0.25)
+    text = _benchmarks_text()
+    assert "**11.2% ±3.8**" in text and "Steps 1-24 took 82 minutes: 129-350 s a step, 205 s" in text
+    assert "peak memory 20.4 GB of 24 at step 6" in text
