@@ -729,15 +729,87 @@ def test_seed_0s_bench_and_twenty_of_its_samples_read_by_hand_are_counted() -> N
     assert "it calls aux in 832 of its 880 samples and defines it in 108" in text
 
 
+def _seed_1() -> Path:
+    """Seed 1's record: carried in git while it trains, kept in checkpoints/ once it ends."""
+    return next(f for f in (REPO / "docs" / "divided" / "carried" / "magrpo-seed1",
+                            REPO / "checkpoints" / "compose-magrpo-0.5b-seed1")
+                if (f / "metrics.jsonl").exists())
+
+
+def _main_shape(entry: str, code: str) -> str:
+    """What main's completion of compose task `entry` (outer_of_inner) does with the inner
+    function: writes it, writes it as a call to itself (no base case), calls it unwritten;
+    or has no return, or does not parse."""
+    import ast
+
+    try:
+        module = ast.parse(code)
+    except SyntaxError:
+        return "unparseable"
+    outer = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == entry), None)
+    if outer is None:
+        return "no entry point"
+    if not any(isinstance(b, ast.Return) for b in outer.body):
+        return "no return"
+    inner = entry.split("_of_")[0]
+
+    def called(node: Any) -> set[str]:
+        return {c.func.id for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+
+    written = [n for n in ast.walk(outer) if isinstance(n, ast.FunctionDef) and n.name == inner]
+    if written:
+        return "inner calls itself" if inner in called(written[0]) else "writes inner"
+    return "calls inner unwritten" if inner in called(outer) else "other"
+
+
+@MODEL_CODE_WARNINGS
+def test_seed_1s_turn_is_counted_from_its_record() -> None:
+    """BENCHMARKS, "Seed 1, turned": steps 25-91 and the evaluations at 45 and 90, from the
+    committed record: main's half stops being written while the helper's stays right."""
+    import statistics
+    from collections import Counter
+
+    run = _seed_1()
+    by_step = _metrics_by_step(run)
+    assert [by_step[s]["val/pass@1"] for s in (45, 90)] == [0.0, 0.0]
+    assert [round(100 * by_step[s]["val/acc@1"], 1) for s in (45, 90)] == [1.8, 4.3]
+    steps = [by_step[s] for s in range(25, 92)]
+    seconds = [r["step_seconds"] for r in steps]
+    assert round(sum(seconds) / 60) == 133 and round(statistics.mean(seconds)) == 119
+    early, late = steps[:21], steps[21:]  # steps 25-45, 46-91
+    assert round(100 * statistics.mean(r["pass_rate"] for r in early)) == 19
+    assert sum(r["pass_rate"] > 0 for r in late) == 2 and len(late) == 46
+    assert sum(r["main/adv_abs"] == 0 for r in late) == 18
+    assert [round(statistics.mean(r["reward/helper_tests"] for r in part), 2)
+            for part in (early, late)] == [0.80, 0.81]
+    assert [round(statistics.mean(r["reward/main_tests"] for r in part), 2)
+            for part in (early, late)] == [0.33, 0.02]
+    assert [round(statistics.mean(r["main/completion_tokens"] for r in part))
+            for part in (early, late)] == [108, 42]
+    main_norms = [r["main/grad_norm"] for r in steps]
+    assert sum(g > 200 for g in main_norms) == 9 and round(max(main_norms)) == 558
+    assert 25 + main_norms.index(max(main_norms)) == 68
+    assert round(max(r["helper/grad_norm"] for r in steps)) == 107
+    shapes: dict[int, Counter[str]] = {}
+    for line in gzip.open(run / "samples.jsonl.gz", "rt"):
+        r = json.loads(line)
+        entry = r["task_id"].split("/", 1)[1]
+        shapes.setdefault((r["step"] - 1) // 15, Counter()).update(
+            _main_shape(entry, a["main"] or "") for a in r["actions"])
+    assert [shapes[b]["writes inner"] for b in (0, 2, 5)] == [206, 110, 1]
+    assert [shapes[b]["inner calls itself"] for b in (0, 2, 5)] == [5, 94, 1]
+    assert [shapes[b]["no return"] for b in (0, 2, 5)] == [9, 21, 219]
+    text = _benchmarks_text()
+    assert "**0.0% at step 45 and 0.0% at step 90**" in text
+    assert "writes the inner function in 206 of 240 in steps 1-15, 110 in steps 31-45, 1 in steps 76-90" in text
+
+
 def test_seed_1s_first_steps_are_counted_from_its_record() -> None:
     """BENCHMARKS, "Seed 1, begun": its step-0 validation and steps 1-24, from the committed
     record (carried while it trains; kept in checkpoints/ once it ends)."""
     import statistics
 
-    record = next(f for f in (REPO / "docs" / "divided" / "carried" / "magrpo-seed1",
-                              REPO / "checkpoints" / "compose-magrpo-0.5b-seed1")
-                  if (f / "metrics.jsonl").exists())
-    by_step = _metrics_by_step(record)
+    by_step = _metrics_by_step(_seed_1())
     assert by_step[0]["val/pass@1"] == pytest.approx(0.1125)
     steps = [by_step[s] for s in range(1, 25)]
     seconds = [r["step_seconds"] for r in steps]
