@@ -642,21 +642,13 @@ def test_twenty_of_seed_0s_last_samples_read_by_hand_are_counted() -> None:
     import ast
     import random
 
+    names = {"writes inner": "writes the inner function",
+             "inner calls itself": "writes the inner function",
+             "calls inner unwritten": "calls it unwritten"}
+
     def kind(entry: str, code: str) -> str:
-        try:
-            module = ast.parse(code)
-        except SyntaxError:
-            return "unparseable"
-        inner = entry.split("_of_")[0]
-        (outer,) = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == entry]
-        written = {n.name for n in ast.walk(outer) if isinstance(n, ast.FunctionDef)}
-        if not any(isinstance(b, ast.Return) for b in outer.body):
-            return "no return"
-        if inner in written:
-            return "writes the inner function"
-        called = {n.func.id for n in ast.walk(outer)
-                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-        return "calls it unwritten" if inner in called else "other"
+        shape = _main_shape(entry, code)
+        return names.get(shape, shape)
 
     acts = [(r["task_id"].split("/", 1)[1], a)
             for r in map(json.loads, gzip.open(_second_draw() / "samples.jsonl.gz", "rt"))
