@@ -791,7 +791,17 @@ def test_seed_1s_turn_is_counted_from_its_record() -> None:
     assert [shapes[b]["writes inner"] for b in (0, 2, 5)] == [206, 110, 1]
     assert [shapes[b]["inner calls itself"] for b in (0, 2, 5)] == [5, 94, 1]
     assert [shapes[b]["no return"] for b in (0, 2, 5)] == [9, 21, 219]
+    import re
+
+    late = [a for r in map(json.loads, gzip.open(run / "samples.jsonl.gz", "rt"))
+            if 76 <= r["step"] <= 90 for a in r["actions"]]
+    body_is_import = re.compile(r"def \w+\([^)]*\)[^:\n]*: import \w+")
+    assert sum(bool(body_is_import.search(a["main"] or "")) for a in late) == 122
+    read = random.Random(11).sample(late, 20)
+    assert sum(bool(body_is_import.search(a["main"] or "")) for a in read) == 10
+    assert not any(a["passed"] for a in read)
     text = _benchmarks_text()
+    assert "in 10 of the 20 a function's whole body is an import" in text
     assert "**0.0% at step 45 and 0.0% at step 90**" in text
     assert "writes the inner function in 206 of 240 in steps 1-15, 110 in steps 31-45, 1 in steps 76-90" in text
 
