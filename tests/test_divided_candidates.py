@@ -806,6 +806,53 @@ def test_seed_1s_turn_is_counted_from_its_record() -> None:
     assert "writes the inner function in 206 of 240 in steps 1-15, 110 in steps 31-45, 1 in steps 76-90" in text
 
 
+@MODEL_CODE_WARNINGS
+def test_seed_1s_end_and_the_step_the_rule_picks_are_counted_from_its_record() -> None:
+    """BENCHMARKS, "Seed 1's end": steps 92-135 and the evaluation at 135 from the kept run,
+    and the rule's step: 0, so the kept adapters are the warm start's, byte for byte."""
+    import re
+    import statistics
+    from collections import Counter
+
+    run = REPO / "checkpoints" / "compose-magrpo-0.5b-seed1"
+    by_step = _metrics_by_step(run)
+    assert sorted(by_step) == list(range(136))
+    vals = [by_step[s]["val/pass@1"] for s in (0, 45, 90, 135)]
+    assert [round(100 * v, 1) for v in vals] == [11.2, 0.0, 0.0, 0.0]
+    assert round(100 * by_step[135]["val/acc@1"], 1) == 4.3
+    assert json.loads((run / "chosen_step.json").read_text())["step"] == 0
+    assert json.loads((run / "manifest.json").read_text())["step"] == 0
+    warm = REPO / "checkpoints" / "compose-sft-pair-0.5b"
+    for role in ("helper", "main"):
+        assert ((run / role / "adapter_model.safetensors").read_bytes()
+                == (warm / role / "adapter_model.safetensors").read_bytes())
+    steps = [by_step[s] for s in range(92, 136)]
+    seconds = [r["step_seconds"] for r in steps]
+    assert round(sum(seconds) / 60) == 27 and round(statistics.mean(seconds)) == 37
+    assert (round(min(seconds)), round(max(seconds))) == (11, 81)
+    assert round(by_step[135]["val/seconds"]) == 158
+    assert not any(r["pass_rate"] > 0 for r in steps)
+    assert sum(r["main/adv_abs"] == 0 for r in steps) == 34
+    assert round(statistics.mean(r["reward/helper_tests"] for r in steps), 2) == 0.81
+    assert round(statistics.mean(r["reward/main_tests"] for r in steps), 2) == 0.01
+    assert round(statistics.mean(r["main/completion_tokens"] for r in steps)) == 23
+    main_norms = [r["main/grad_norm"] for r in steps]
+    assert sum(g > 200 for g in main_norms) == 1 and 92 + main_norms.index(max(main_norms)) == 94
+    assert round(max(r["helper/grad_norm"] for r in steps)) == 49
+    last = [(r["task_id"].split("/", 1)[1], a)
+            for r in map(json.loads, gzip.open(run / "samples.jsonl.gz", "rt"))
+            if 121 <= r["step"] <= 135 for a in r["actions"]]
+    assert len(last) == 240
+    shapes = Counter(_main_shape(entry, a["main"] or "") for entry, a in last)
+    mains = [a for _, a in last]
+    assert shapes["no return"] == 232 and not any(a["passed"] for a in mains)
+    body_is_import = re.compile(r"def \w+\([^)]*\)[^:\n]*: import \w+")
+    assert sum(bool(body_is_import.search(a["main"] or "")) for a in mains) == 204
+    text = _benchmarks_text()
+    assert "**11.2 / 0.0 / 0.0 / 0.0** at steps 0 / 45 / 90 / 135" in text
+    assert "232 of main's 240 completions have no return at the outer level" in text
+
+
 def test_seed_1s_first_steps_are_counted_from_its_record() -> None:
     """BENCHMARKS, "Seed 1, begun": its step-0 validation and steps 1-24, from the committed
     record (carried while it trains; kept in checkpoints/ once it ends)."""
