@@ -721,6 +721,57 @@ def test_seed_0s_bench_and_twenty_of_its_samples_read_by_hand_are_counted() -> N
     assert "it calls aux in 832 of its 880 samples and defines it in 108" in text
 
 
+@MODEL_CODE_WARNINGS
+def test_seed_1s_bench_twenty_samples_read_by_hand_and_the_goals_verdict_are_counted() -> None:
+    """BENCHMARKS, "Seed 1's bench" and "The goal's verdict": what the pair's 880
+    compose:test samples are (the warm start, by the rule), the 20 read by hand (in the
+    committed file's order, random.Random(13)), and seed 0's pair against that warm start."""
+    from coopcode.paper.divided import row_figures
+    from coopcode.paper.table import _paired
+
+    final = REPO / "docs" / "divided" / "final"
+    records = [json.loads(line) for line in gzip.open(final / "magrpo-seed1" / "samples.jsonl.gz", "rt")]
+    assert len(records) == 880
+
+    def count(rs: list[dict[str, Any]]) -> dict[str, int]:
+        halves = [(r["agents"]["helper_contract"] == 1.0, r["agents"]["main_with_reference"] == 1.0)
+                  for r in rs]
+        return {"passed": sum(bool(r["passed"]) for r in rs),
+                "both right": halves.count((True, True)), "aux right": halves.count((True, False)),
+                "main right": halves.count((False, True)), "neither": halves.count((False, False)),
+                "main unparsed": sum(not r["agents"]["main_parses"] for r in rs),
+                "helper unparsed": sum(not r["agents"]["helper_parses"] for r in rs),
+                "writes inner": sum(_main_shape(r["entry_point"], r["main_code"] or "") == "writes inner"
+                                    for r in rs)}
+
+    assert count(records) == {"passed": 102, "both right": 83, "aux right": 220, "main right": 228,
+                              "neither": 349, "main unparsed": 59, "helper unparsed": 10,
+                              "writes inner": 740}
+    drawn = random.Random(13).sample(records, 20)
+    assert count(drawn) == {"passed": 2, "both right": 2, "aux right": 4, "main right": 5,
+                            "neither": 9, "main unparsed": 1, "helper unparsed": 0,
+                            "writes inner": 17}
+    quoted = {r["task_id"].split("/", 1)[1]: r for r in drawn}
+    assert quoted["fix_spaces_of_anti_shuffle"]["passed"]
+    assert quoted["fibfib_of_can_arrange"]["agents"]["main_with_reference"] == 1.0
+    assert quoted["anti_shuffle_of_solve"]["agents"]["helper_contract"] == 1.0
+    assert not any("aux(" in r["main_code"] for r in drawn if r["task_id"].endswith("fruit_distribution")
+                   and r["task_id"].startswith("compose/count_up_to"))
+    seed_0, warm = row_figures(final / "magrpo"), row_figures(final / "magrpo-seed1")
+    one, ten = _paired(warm, seed_0, (1, 10))
+    assert round(100 * one["diff_mean"], 2) == 10.80
+    assert [round(100 * one[k], 2) for k in ("diff_low", "diff_high")] == [6.32, 15.27]
+    assert (one["gained"], one["lost"]) == (38, 8)
+    assert [round(100 * ten[k], 2) for k in ("diff_mean", "diff_low", "diff_high")] == [6.82, -3.24, 16.87]
+    assert [round(100 * f["profile"]["helper_contract"]["rate"], 1) for f in (warm, seed_0)] == [34.4, 53.5]
+    assert [round(100 * f["profile"]["main_with_reference"]["rate"], 1) for f in (warm, seed_0)] == [35.3, 38.0]
+    text = _benchmarks_text()
+    assert "both halves right 83, only aux right 220, only main's half right 228, neither 349" in text
+    assert "**2 pass; 17 of the 20 have main write the inner function" in text
+    assert "**+10.80 [+6.32, +15.27]** at pass@1, 38 problems gained and 8 lost" in text
+    assert "**So the goal is met by 1 of the 2 seeds: not met for the recipe.**" in text
+
+
 def _seed_1() -> Path:
     """Seed 1's record: carried in git while it trains, kept in checkpoints/ once it ends."""
     return next(f for f in (REPO / "docs" / "divided" / "carried" / "magrpo-seed1",

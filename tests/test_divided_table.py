@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,9 +92,38 @@ def test_trained_rows_are_paired_with_every_baseline_grpo_and_their_own_main(tmp
             assert d["diff_mean"] == 0.0 and d["lost"] == d["gained"] == 0 and d["tied"] == 88
     assert {e["row"] for e in table["rows"] if not e["run"]} == {
         "sequential", "plan", "magrpo-seed1", "magrpo-seed1-main"}
+    # copies tie every comparison: the goal's interval does not exclude 0, so it is not met
+    (goal,) = table["goal"]
+    assert goal["row"] == "magrpo" and not goal["met"]
+    assert [(p["against"], p["diff"], p["met"]) for p in goal["against"]] == [
+        ("single", 0.0, False), ("contract", 0.0, False), ("grpo", 0.0, False)]
     text = divided.render_markdown(table)
+    assert "Met by 0 of the 1 trained pairs benched." in text
     assert text.count("not run yet") == 4 * 2
     assert "| Contract pair trained with MAGRPO | Single agent trained with GRPO | 10 | +0.00 |" in text
+
+
+def test_the_goal_is_met_only_when_every_interval_is_above_0_and_half_need_both() -> None:
+    def paired(against: str, low: float | None) -> dict[str, Any]:
+        return {"row": "magrpo", "against": against, "against_method": against,
+                "per_k": [{"k": 1, "diff_mean": 0.1, "diff_low": low, "diff_high": 0.2}]}
+
+    def row(count: int, of: int) -> dict[str, Any]:
+        return {"row": "magrpo", "method": "pair", "run": True, "trained": True,
+                "scheme": "contract", "profile": {"both_needed": {"count": count, "of": of}}}
+
+    every = [paired(a, 0.01) for a in divided.GOAL_AGAINST]
+    assert divided.goal_checks([row(5, 10)], every)[0]["met"]
+    assert not divided.goal_checks([row(4, 10)], every)[0]["met"]  # under half need both
+    assert not divided.goal_checks([row(0, 0)], every)[0]["met"]  # nothing passes
+    one_touches_0 = [*every[:2], paired("grpo", 0.0)]
+    got = divided.goal_checks([row(10, 10)], one_touches_0)[0]
+    assert [p["met"] for p in got["against"]] == [True, True, False] and not got["met"]
+    missing = divided.goal_checks([row(10, 10)], every[:2])[0]  # no GRPO row benched
+    assert missing["against"][2]["diff"] is None and not missing["met"]
+    untrained = {**row(10, 10), "trained": False}
+    single = {**row(10, 10), "scheme": "single"}
+    assert divided.goal_checks([untrained, single], every) == []
 
 
 def test_the_sample_profile_counts_what_each_record_says() -> None:

@@ -12,6 +12,9 @@ BENCHMARKS.md, "Divided work"). From those two files alone `build_table` gives:
   alone solves the task; main copies the helper (`coopcode.written.copies`); "both needed"
   among the passing samples (the pair passes, main with stubs for the helper's functions
   fails, the helper's code alone fails: measured by running it, at bench time);
+- issue 41's goal checked for each trained pair (`goal_checks`: above the untrained single
+  model, the prompted contract pair and the GRPO row at pass@1, each paired interval above 0,
+  and "both needed" in at least half of the passing samples);
 - each bench's wall time (meta.json; the sessions of a resumed bench are added up, and a
   session killed rather than stopped leaves none, so the figure is then a lower bound).
 
@@ -204,6 +207,36 @@ def _pairings(specs: Sequence[DividedRow], found: Mapping[str, Any],
             for key, against in pairs]
 
 
+# Issue 41's goal, for each trained pair: pass@1 above each of these rows with a paired 95%
+# interval excluding 0, and "both needed" in at least half of its passing samples.
+GOAL_AGAINST = ("single", "contract", "grpo")
+
+
+def goal_checks(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any]]
+                ) -> list[dict[str, Any]]:
+    """The goal checked for each trained pair that was run: each comparison at k=1 (met when
+    its interval's low end is above 0), "both needed" (met at half or more of the passing
+    samples), and the row's verdict (met only when every part is there and met)."""
+    out = []
+    for e in rows:
+        if not (e["run"] and e["trained"] and has_helper(e["scheme"])):
+            continue
+        parts = []
+        for against in GOAL_AGAINST:
+            c = next((c for c in paired if c["row"] == e["row"] and c["against"] == against), None)
+            d = next((d for d in c["per_k"] if d["k"] == 1), None) if c else None
+            parts.append({"against": against, "against_method": c["against_method"] if c else against,
+                          "diff": d["diff_mean"] if d else None,
+                          "ci": [d["diff_low"], d["diff_high"]] if d else None,
+                          "met": bool(d and d["diff_low"] is not None and d["diff_low"] > 0)})
+        both = e["profile"]["both_needed"]
+        both_met = bool(both["of"]) and 2 * both["count"] >= both["of"]
+        out.append({"row": e["row"], "method": e["method"], "against": parts,
+                    "both_needed": [both["count"], both["of"]], "both_needed_met": both_met,
+                    "met": both_met and all(p["met"] for p in parts)})
+    return out
+
+
 def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
     """The table from the row folders under `root` (rows without one: not run), and the
     HumanEval carry-over rows beside it."""
@@ -211,8 +244,9 @@ def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
     he_rows, he_found = _read_rows(root, HUMANEVAL_ROWS, ks)
     he_pairs = [(r.key, "he-single") for r in HUMANEVAL_ROWS
                 if r.trained and r.key in he_found and "he-single" in he_found]
-    return {"ks": list(ks), "rows": rows,
-            "comparisons": _pairings(ROWS, found, comparisons(list(found)), ks),
+    paired = _pairings(ROWS, found, comparisons(list(found)), ks)
+    return {"ks": list(ks), "rows": rows, "comparisons": paired,
+            "goal": goal_checks(rows, paired) if 1 in ks else [],
             "humaneval": {"rows": he_rows,
                           "comparisons": _pairings(HUMANEVAL_ROWS, he_found, he_pairs, ks)},
             "interval": {"level": stats.LEVEL, "method": stats.METHOD}}
@@ -297,6 +331,25 @@ def render_markdown(table: Mapping[str, Any]) -> str:
             else:
                 cells = ["—"] * len(PROFILE)  # no helper: does not apply
             lines.append(f"| {e['method']} | " + " | ".join(cells) + " |")
+    goal = table.get("goal") or []
+    if goal:
+        lines += ["", "The goal, checked for each trained pair (pass@1 above the untrained single "
+                  "model, the prompted contract pair and the GRPO row, each with a paired 95% "
+                  "interval above 0; \"both needed\" in at least half of the passing samples):",
+                  "", "| Method | " + " | ".join(f"Δ pass@1 vs {p['against_method']}"
+                                         for p in goal[0]["against"])
+                  + " | Both needed | Goal |", "|" + "---|" * (len(GOAL_AGAINST) + 3)]
+        for g in goal:
+            cells = [("—" if p["diff"] is None else
+                      f"{_pct(p['diff'], True)} [{_pct(p['ci'][0], True)}, "
+                      f"{_pct(p['ci'][1], True)}] {'met' if p['met'] else 'not met'}")
+                     for p in g["against"]]
+            count, of = g["both_needed"]
+            lines.append(f"| {g['method']} | " + " | ".join(cells)
+                         + f" | {count} / {of} {'met' if g['both_needed_met'] else 'not met'}"
+                         + f" | **{'met' if g['met'] else 'not met'}** |")
+        met = sum(g["met"] for g in goal)
+        lines += ["", f"Met by {met} of the {len(goal)} trained pairs benched."]
     he = table.get("humaneval")
     if he and any(e["run"] and e["trained"] for e in he["rows"]):
         lines += ["", "Carried over: each trained main agent alone (`single`) on HumanEval's test "
