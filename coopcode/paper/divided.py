@@ -231,7 +231,9 @@ def goal_checks(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str,
                           "met": bool(d and d["diff_low"] is not None and d["diff_low"] > 0)})
         both = e["profile"]["both_needed"]
         both_met = bool(both["of"]) and 2 * both["count"] >= both["of"]
-        out.append({"row": e["row"], "method": e["method"], "against": parts,
+        step = e.get("adapter_step")
+        out.append({"row": e["row"], "method": e["method"] + (_step_label(step) if step else ""),
+                    "against": parts,
                     "both_needed": [both["count"], both["of"]], "both_needed_met": both_met,
                     "met": both_met and all(p["met"] for p in parts)})
     return out
