@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -755,8 +756,7 @@ def test_seed_1s_bench_twenty_samples_read_by_hand_and_the_goals_verdict_are_cou
     assert quoted["fix_spaces_of_anti_shuffle"]["passed"]
     assert quoted["fibfib_of_can_arrange"]["agents"]["main_with_reference"] == 1.0
     assert quoted["anti_shuffle_of_solve"]["agents"]["helper_contract"] == 1.0
-    assert not any("aux(" in r["main_code"] for r in drawn if r["task_id"].endswith("fruit_distribution")
-                   and r["task_id"].startswith("compose/count_up_to"))
+    assert "aux(" not in quoted["count_up_to_of_fruit_distribution"]["main_code"]
     seed_0, warm = row_figures(final / "magrpo"), row_figures(final / "magrpo-seed1")
     one, ten = _paired(warm, seed_0, (1, 10))
     assert round(100 * one["diff_mean"], 2) == 10.80
@@ -777,6 +777,10 @@ def _seed_1() -> Path:
     return next(f for f in (REPO / "docs" / "divided" / "carried" / "magrpo-seed1",
                             REPO / "checkpoints" / "compose-magrpo-0.5b-seed1")
                 if (f / "metrics.jsonl").exists())
+
+
+# A function whose whole body is an import (`def fizz_buzz(n): import fizz_buzz`).
+BODY_IS_IMPORT = re.compile(r"def \w+\([^)]*\)[^:\n]*: import \w+")
 
 
 def _main_shape(entry: str, code: str) -> str:
@@ -842,14 +846,11 @@ def test_seed_1s_turn_is_counted_from_its_record() -> None:
     assert [shapes[b]["writes inner"] for b in (0, 2, 5)] == [206, 110, 1]
     assert [shapes[b]["inner calls itself"] for b in (0, 2, 5)] == [5, 94, 1]
     assert [shapes[b]["no return"] for b in (0, 2, 5)] == [9, 21, 219]
-    import re
-
     late = [a for r in map(json.loads, gzip.open(run / "samples.jsonl.gz", "rt"))
             if 76 <= r["step"] <= 90 for a in r["actions"]]
-    body_is_import = re.compile(r"def \w+\([^)]*\)[^:\n]*: import \w+")
-    assert sum(bool(body_is_import.search(a["main"] or "")) for a in late) == 122
+    assert sum(bool(BODY_IS_IMPORT.search(a["main"] or "")) for a in late) == 122
     read = random.Random(11).sample(late, 20)
-    assert sum(bool(body_is_import.search(a["main"] or "")) for a in read) == 10
+    assert sum(bool(BODY_IS_IMPORT.search(a["main"] or "")) for a in read) == 10
     assert not any(a["passed"] for a in read)
     text = _benchmarks_text()
     assert "in 10 of the 20 a function's whole body is an import" in text
@@ -861,7 +862,6 @@ def test_seed_1s_turn_is_counted_from_its_record() -> None:
 def test_seed_1s_end_and_the_step_the_rule_picks_are_counted_from_its_record() -> None:
     """BENCHMARKS, "Seed 1's end": steps 92-135 and the evaluation at 135 from the kept run,
     and the rule's step: 0, so the kept adapters are the warm start's, byte for byte."""
-    import re
     import statistics
     from collections import Counter
 
@@ -897,8 +897,7 @@ def test_seed_1s_end_and_the_step_the_rule_picks_are_counted_from_its_record() -
     shapes = Counter(_main_shape(entry, a["main"] or "") for entry, a in last)
     mains = [a for _, a in last]
     assert shapes["no return"] == 232 and not any(a["passed"] for a in mains)
-    body_is_import = re.compile(r"def \w+\([^)]*\)[^:\n]*: import \w+")
-    assert sum(bool(body_is_import.search(a["main"] or "")) for a in mains) == 204
+    assert sum(bool(BODY_IS_IMPORT.search(a["main"] or "")) for a in mains) == 204
     text = _benchmarks_text()
     assert "**11.2 / 0.0 / 0.0 / 0.0** at steps 0 / 45 / 90 / 135" in text
     assert "232 of main's 240 completions have no return at the outer level" in text

@@ -182,6 +182,12 @@ def _step_label(step: Sequence[int]) -> str:
     return f" (step {at} of {total})"
 
 
+def _method_label(entry: Mapping[str, Any]) -> str:
+    """A row's method, with the step its adapters are at where it has one."""
+    step = entry.get("adapter_step")
+    return entry["method"] + (_step_label(step) if step else "")
+
+
 def _read_rows(root: Path, specs: Sequence[DividedRow], ks: Sequence[int]
                ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Each row's entry (not run where its folder is not there) and the figures of those run."""
@@ -231,9 +237,7 @@ def goal_checks(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str,
                           "met": bool(d and d["diff_low"] is not None and d["diff_low"] > 0)})
         both = e["profile"]["both_needed"]
         both_met = bool(both["of"]) and 2 * both["count"] >= both["of"]
-        step = e.get("adapter_step")
-        out.append({"row": e["row"], "method": e["method"] + (_step_label(step) if step else ""),
-                    "against": parts,
+        out.append({"row": e["row"], "method": _method_label(e), "against": parts,
                     "both_needed": [both["count"], both["of"]], "both_needed_met": both_met,
                     "met": both_met and all(p["met"] for p in parts)})
     return out
@@ -283,10 +287,8 @@ def _pass_rows(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[str
             lines.append("| " + " | ".join([e["method"], *["not run yet"] * len(ks), "—", "—"])
                          + " |")
             continue
-        step = e.get("adapter_step")
-        method = e["method"] + (_step_label(step) if step else "")
         lines.append("| " + " | ".join([
-            method, *[_cell(e, k) for k in ks], f"{e['problems']} × {e.get('n') or '?'}",
+            _method_label(e), *[_cell(e, k) for k in ks], f"{e['problems']} × {e.get('n') or '?'}",
             _wall(e)]) + " |")
     return lines
 
