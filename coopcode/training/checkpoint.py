@@ -4,7 +4,9 @@
 checkpoints/<run>/
   manifest.json          base model (name, fingerprint), algorithm, config, step, metrics
   config.json            the run's TrainConfig, written when the run starts
-  helper/ main/          standard PEFT adapter folders at manifest.step (GRPO: main/ only)
+  helper/ main/          standard PEFT adapter folders (GRPO: main/ only): the kept step's
+                         (manifest.kept.step) where validation keeps the best, else the last
+  last/helper/ ...       with --keep-step best: the last step's adapters (manifest.step)
   metrics.jsonl          one line per step
   trainer_state/step-N/  what --resume needs: the adapters, optimizer, scheduler, RNG, step
 ```
@@ -29,6 +31,7 @@ from coopcode import __version__
 from coopcode.core.errors import UserError
 
 STATE_DIR = "trainer_state"
+LAST_DIR = "last"  # the last step's adapters, where the top level holds the kept step's
 _STEP = re.compile(r"^step-(\d+)$")
 
 
@@ -112,8 +115,12 @@ def load_state(state_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return trainer, info
 
 
-def publish_adapters(out: Path, state_dir: Path, roles: list[str]) -> None:
-    """Copy the state's adapter folders to the run's top level, each replaced by rename."""
+def publish_adapters(out: Path, state_dir: Path, roles: list[str], into: str = "") -> None:
+    """Copy the state's adapter folders to the run's top level (or its folder `into`, e.g.
+    `last`), each replaced by rename."""
+    if into:
+        out = out / into
+        out.mkdir(exist_ok=True)
     for name in roles:
         src = state_dir / name
         if not src.is_dir():

@@ -259,7 +259,7 @@ def checkpoints_list(folder: RunsFolder, as_json: JsonOutput) -> None:
         return
     rows = []
     for r in runs:
-        step = "?" if r.step is None else f"{r.step}/{r.total_steps or '?'}"
+        step = r.step_words
         # Named: a credit run's 0.78 and a coop run's 3.0 are on different scales.
         reward = (f"{'?' if r.reward is None else f'{r.reward:.3f}'} {r.reward_name}"
                   if r.algorithm != "sft" else "- (sft)")  # a warm start earns no reward
@@ -279,7 +279,7 @@ def checkpoints_show(
 ) -> None:
     """One run: its base model, algorithm, settings, adapters and training curve."""
     from coopcode.training.saved_runs import find_checkpoint, plot_curves, reward_curve
-    from coopcode.training.validation import choose_step, evaluations
+    from coopcode.training.validation import choose_step, evaluations, kept_words
 
     info = find_checkpoint(run, Path(folder.root))
     history = info.metrics_history()
@@ -300,6 +300,12 @@ def checkpoints_show(
     out.print(f"[bold]{info.name}[/]  {info.path}")
     out.print(f"algorithm {info.algorithm}, step {info.step}/{info.total_steps}, "
               f"resumable at {info.resumable_step if info.resumable_step is not None else '-'}")
+    if info.kept_step is not None:
+        kept = m["kept"]
+        out.print(f"adapters: step {info.kept_step}'s ({kept_words(kept)}); the last step's "
+                  f"in {info.path / str(m['last'])}"
+                  + (" (the run stopped itself: no new best for --patience validations)"
+                     if m.get("stopped_early") else ""), highlight=False)
     out.print(f"base {base.get('name', '?')} ({str(base.get('fingerprint', '?'))[:16]}), "
               f"coopcode {m.get('coopcode_version', '?')}")
     for role, size in info.adapters.items():

@@ -4,14 +4,17 @@ Parameters, by group:
 - what to train: `algo`, `model`, `problems`, `limit`, `scheme`, `joint`, `reward`, `examples`
 - sampling: `group_size`, `max_new_tokens`, `temperature`, `top_p`, `turns`, `gamma`,
   `early_stop_reward`, `timeout`
-- the update: `learning_rate`, `lr_schedule`, `warmup_steps`, `weight_decay`, `max_grad_norm`,
-  `advantage_std`, `logprob_reduction`, `token_level_loss`, `drop_constant_groups`,
-  `agent_credit`, `kl_coef`, `log_kl`, `micro_batch`
+- the update: `learning_rate`, `helper_lr`, `main_lr`, `lr_schedule`, `warmup_steps`,
+  `weight_decay`, `max_grad_norm`, `advantage_std`, `logprob_reduction`, `token_level_loss`,
+  `drop_constant_groups`, `resample_constant_groups`, `agent_credit`, `kl_coef`,
+  `kl_reference`, `log_kl`, `micro_batch`
 - the adapters: `lora_rank`, `lora_alpha`, `lora_dropout`, `lora_targets`, `helper_init`,
   `main_init`
 - the schedule: `steps`, `epochs`, `problems_per_step`, `save_every`, `keep_checkpoints`, `seed`
 - validation: `eval_every`, `eval_problems`, `eval_n`, `eval_limit` (a bench of the agents at
-  step 0, every N steps and the last; off unless `eval_every` is given), `keep_eval_adapters`
+  step 0, every N steps and the last; off unless `eval_every` is given), `keep_eval_adapters`,
+  `keep_step` (which validated step the run's adapters are), `patience` (stop when validation
+  no longer improves)
 
 Each field is declared once, here (`coopcode.settings.options.option`): its default, its help, its
 flag, its bounds and its place on the TUI's Train form. `coopcode train`'s options, the TUI
@@ -43,6 +46,8 @@ def train_scheme_names() -> tuple[str, ...]:
     return (*trainable_scheme_names(), GRPO_SCHEME)
 LR_SCHEDULES = ("constant", "linear", "cosine")
 REDUCTIONS = ("sum", "mean")
+KL_REFERENCES = ("start", "base")
+KEEP_STEPS = ("best", "last")
 
 
 @dataclass
@@ -92,6 +97,11 @@ class TrainConfig:
     # -- the update ------------------------------------------------------------------------
     learning_rate: float = option(5e-5, "AdamW learning rate for the LoRA weights.", flags=("--lr",),
                                   above=0, label="lr", form=4)
+    helper_lr: float | None = option(
+        None, "The helper's learning rate [default: --lr].", above=0)
+    main_lr: float | None = option(
+        None, "Main's (or GRPO's one agent's) learning rate [default: --lr]: main's gradient is "
+        "the one that spiked before every collapse seen on compose.", above=0)
     lr_schedule: str = option("constant", "After warm-up: constant, linear (to 0) or cosine (to 0).",
                               choices=LR_SCHEDULES)
     warmup_steps: int = option(3, "Linear warm-up steps (Adam's first steps are the noisiest).", at_least=0)
@@ -108,14 +118,24 @@ class TrainConfig:
     drop_constant_groups: bool = option(
         False, "Leave out sibling groups whose rewards are all equal (DAPO's dynamic sampling, "
         "without resampling): they carry no signal and no longer dilute the loss's normalisation.")
+    resample_constant_groups: int = option(
+        0, "Sample a problem's first turn again, up to N more times, while every agent's group "
+        "scored alike (DAPO's dynamic sampling): a group with no spread teaches nothing, and "
+        "whole steps of such groups left collapsing runs nothing to pull them back (0: never).",
+        flags=("--resample-constant-groups",), at_least=0)
     agent_credit: str | None = option(
         None, "Who gets what: joint (both agents the joint reward) or counterfactual (the helper "
         "its contribution over main alone: one more main sample per joint action, ~1/3 more "
         "generation) [default: the reward's own: counterfactual for credit, joint otherwise].",
         choices=CREDITS, noun="credit")
-    kl_coef: float = option(0.0, "Weight of the KL penalty to the frozen base model (0: none; "
+    kl_coef: float = option(0.0, "Weight of the KL penalty to the reference policy (0: none; "
                             "one more forward per trained completion).", at_least=0)
-    log_kl: bool = option(False, "Measure the KL to the base even when kl_coef is 0 (one more forward).")
+    kl_reference: str = option(
+        "start", "What the KL measures against: start (each agent's adapters as the run began, "
+        "e.g. its SFT warm start from --helper-adapter/--main-adapter; the base where it began "
+        "fresh) or base (the bare base model).", flags=("--kl-ref",), choices=KL_REFERENCES,
+        noun="KL reference")
+    log_kl: bool = option(False, "Measure the KL to the reference even when kl_coef is 0 (one more forward).")
     micro_batch: int = option(8, "Completions per forward/backward in the update (memory bound).", at_least=1)
 
     # -- adapters --------------------------------------------------------------------------
@@ -154,7 +174,17 @@ class TrainConfig:
     keep_eval_adapters: bool = option(
         False, "Keep the adapters each validation measured (validation/step-N/adapters/<agent>/, "
         "~17 MB an agent for the 0.5B model), so the step validation prefers can be benched "
-        "or used later [default: only the last step's are kept].")
+        "or used later [default: only the last step's, and with --keep-step best the kept "
+        "step's, are kept].")
+    keep_step: str = option(
+        "best", "With --eval-every, which adapters the run is (RUN/helper, RUN/main: what solve, "
+        "bench and the TUI load): best (the validated step with the highest val pass@1 where it "
+        "leads every other by two standard errors, else the earliest step it does not lead that "
+        "far: the warm start unless training shows better) or last; the last step's adapters "
+        "are kept beside them in RUN/last/.", choices=KEEP_STEPS, noun="kept step")
+    patience: int | None = option(
+        None, "With --eval-every: stop the run after P validations in a row with no new best "
+        "val pass@1 (off unless given).", at_least=1)
 
     # -- who samples the rollouts ----------------------------------------------------------
     rollout_engine: str = option(
@@ -187,6 +217,11 @@ class TrainConfig:
         from coopcode.rewards import resolve_reward
 
         return resolve_reward(self.reward, self.collab_scheme).credit
+
+    def lr_of(self, role: str) -> float:
+        """The learning rate of an agent: its own where given, else `learning_rate`."""
+        own = self.helper_lr if role == "helper" else self.main_lr
+        return self.learning_rate if own is None else own
 
     def total_steps(self, n_problems: int) -> int:
         if self.steps is not None:
@@ -223,6 +258,10 @@ class TrainConfig:
             raise UserError(f"{flag('rollout_base_url')} goes with {flag('rollout_engine')} openai "
                             "(the servers that sample the rollouts)")
         check_server_urls(flag("rollout_base_url"), self.rollout_base_url)
+        if self.patience is not None and not self.eval_every:
+            raise UserError(f"{flag('patience')} counts validations: give {flag('eval_every')} N")
+        if self.resample_constant_groups and self.algo == "sft":
+            raise UserError(f"{flag('resample_constant_groups')} resamples rollouts: SFT has none")
         if self.deterministic and rollouts.rollouts != "in place":
             raise UserError(f"{flag('deterministic')} is for rollouts the trained model samples "
                             f"itself ({flag('rollout_engine')} transformers)")

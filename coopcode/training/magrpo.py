@@ -6,7 +6,7 @@ One step (Algorithm 1 of the MAGRPO paper, with the paper's sum-of-token log-pro
 2. Returns are discounted over turns and each completion's advantage is its return minus
    its siblings' mean (`tree`).
 3. Each agent's loss is -mean(A * log pi(a|h)) over its completions (+ kl_coef * KL to the
-   frozen base); log-probs come from one batched forward per sibling group
+   agent's adapters as the run began, or to the bare base: `kl_reference`); log-probs come from one batched forward per sibling group
    (`logprobs.completion_logprobs`). Each agent has its own AdamW, schedule and clipping.
 
 GRPO (`grpo.GRPOTrainer`) is the same trainer with one agent. The adapters, optimizers and
@@ -136,6 +136,9 @@ class MAGRPOTrainer(AdapterTrainer):
             "update_seconds": done - update_started,
             "step_seconds": done - started,
             "tokens_per_s": rstats.gen_tokens / max(rstats.gen_seconds, 1e-9),
+            **({"resampled_groups": float(rstats.resampled),
+                "still_constant_groups": float(rstats.still_constant)}
+               if cfg.resample_constant_groups else {}),
             **step_memory(),
             # sandbox jobs run again because their worker was lost (never scored as failures)
             "infra_retries": float(getattr(self.rollouts.sandbox, "infra_retries", 0)),
@@ -214,14 +217,17 @@ class MAGRPOTrainer(AdapterTrainer):
         prompts = [s.prompt_ids for s in chunk]
         comps = [s.completion_ids for s in chunk]
         adv = torch.tensor([s.advantage for s in chunk], dtype=torch.float32)
+        ref = None
+        if need_kl:  # first: the policy's forward below must be the last to select an adapter
+            with torch.no_grad():
+                ref = self.policy.logprobs(self.references.get(role), prompts, comps,
+                                           temperature=cfg.temperature)
         lp = self.policy.logprobs(name, prompts, comps, temperature=cfg.temperature)
         seq = lp.reduce(cfg.logprob_reduction)
         # DDP averages the ranks' gradients: scale by the world size to get their sum.
         loss = -(adv.to(seq.device) * seq).sum() / total * self.ranks.world
         kl_sum = 0.0
-        if need_kl:
-            with torch.no_grad():
-                ref = self.policy.logprobs(None, prompts, comps, temperature=cfg.temperature)
+        if ref is not None:
             # k3 estimator (Schulman): exp(r) - r - 1 >= 0, r = log pi_ref - log pi
             r = (ref.values - lp.values) * lp.mask
             k3 = (torch.exp(r) - r - 1) * lp.mask

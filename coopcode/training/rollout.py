@@ -127,6 +127,8 @@ class RolloutStats:
     gen_tokens: int = 0
     score_seconds: float = 0.0
     samples: int = 0
+    resampled: int = 0  # first-turn nodes sampled again because every group scored alike
+    still_constant: int = 0  # of those, the ones that scored alike on their last draw too
     alone_samples: int = 0  # counterfactual credit: main's answers without the helper (not trained on)
     finish: dict[str, int] = field(default_factory=dict)
 
@@ -140,6 +142,7 @@ class _Open:
     parent: JointAction | None = None
     parent_samples: dict[str, Sample] | None = None
     alone: dict[int, SampleState] = field(default_factory=dict)  # joint action -> main alone
+    draw: int = 0  # how many times this node was sampled again because it scored alike
 
 
 # role -> (slot, index): which seed stream (slot) and which draw of it (index) a joint
@@ -200,10 +203,10 @@ class RolloutBuilder:
             # A role that is not trained (the planner's contract): one draw per problem, so
             # every joint action of the group works to the same contract.
             slot, index = pick.get(role, (0, 0))
-            # A seed per (step, problem, role, node, slot): a resumed run regenerates the same
-            # samples, and no two seed streams share random numbers.
-            return sample_seed(cfg.seed, "train", step, op.problem.task_id, role, node.turn,
-                               node.path, slot), index
+            # A seed per (step, problem, role, node, slot, draw): a resumed run regenerates the
+            # same samples, and no two seed streams share random numbers.
+            return sample_seed(cfg.seed, _stream("train", op.draw), step, op.problem.task_id,
+                               role, node.turn, node.path, slot), index
 
         state = None
         if op.parent is not None and op.parent_samples is not None:
@@ -223,8 +226,8 @@ class RolloutBuilder:
         cfg, node = self.config, op.node
 
         def seeds(role: str, turn: int) -> tuple[int, int]:
-            return sample_seed(cfg.seed, "train", step, op.problem.task_id, "alone", node.turn,
-                               node.path, j), 0
+            return sample_seed(cfg.seed, _stream("train", op.draw), step, op.problem.task_id,
+                               "alone", node.turn, node.path, j), 0
 
         return SampleSpec(op.problem, 0, get_scheme("single"), self.params, seeds,
                           {"single": adapter_of("single")}, key=(op, ("alone", j)))
@@ -361,11 +364,36 @@ class RolloutBuilder:
                 break  # cancelled completions are cut short: never score or train on them
             self._phase("scoring")
             self._score(opens, stats)
+            if turn == 1:
+                self._resample_constant(opens, step, stats)
             if turn < self.config.turns:
                 opens = self._expand(opens, stats)
         if not self.cancel.is_set():
             self._phase("updating")  # what the trainer does with the rollouts next
         return roots, stats
+
+    def _resample_constant(self, opens: list[_Open], step: int, stats: RolloutStats) -> None:
+        """Sample again, up to `resample_constant_groups` times, the first-turn nodes where
+        every agent's completions scored alike (DAPO's dynamic sampling): their advantages
+        are all 0, so the step would learn nothing from the problem. Each draw has seeds of
+        its own; the last draw is kept whatever it scored."""
+        for draw in range(1, self.config.resample_constant_groups + 1):
+            again = [op for op in opens if scored_alike(op.node)]
+            if not again or self.cancel.is_set():
+                break
+            if draw == 1:
+                stats.resampled += len(again)
+            for op in again:
+                op.draw = draw
+                op.node.samples, op.node.actions, op.node.rewards = {}, [], []
+            self._phase("sampling")
+            self._generate(again, step, stats)
+            if self.cancel.is_set():
+                return
+            self._phase("scoring")
+            self._score(again, stats)
+        if self.config.resample_constant_groups:
+            stats.still_constant += sum(op.draw > 0 and scored_alike(op.node) for op in opens)
 
     def _phase(self, phase: str) -> None:
         if self.on_phase is not None:
@@ -376,6 +404,24 @@ class RolloutBuilder:
         if tokens and self.on_phase is not None:
             self._tokens += tokens
             self.on_phase("sampling", self._tokens)
+
+
+def _stream(name: str, draw: int) -> str:
+    """The seed stream of a node's `draw`-th sampling (the first keeps the plain name, so
+    runs without resampling draw what they always drew)."""
+    return name if draw == 0 else f"{name}-draw{draw}"
+
+
+def scored_alike(node: Node) -> bool:
+    """Whether every agent's completions in `node` earned the same (its own reward where the
+    reward pays each agent its own, else the joint one): no advantage anywhere."""
+    if not node.actions:
+        return False
+    for role in node.samples:
+        values = [a.agent_rewards.get(role, r) for a, r in zip(node.actions, node.rewards)]
+        if max(values) - min(values) > 1e-9:
+            return False
+    return True
 
 
 def describe(sample: Sample) -> dict[str, Any]:

@@ -27,7 +27,9 @@ from coopcode.training.metrics import MetricsLog
 # the validation (it measures the agents, it does not change what is trained).
 RESUMABLE_OVERRIDES = ("steps", "save_every", "keep_checkpoints", "timeout", "rollout_engine",
                        "rollout_base_url", "deterministic", "eval_every", "eval_problems",
-                       "eval_n", "eval_limit", "keep_eval_adapters")
+                       "eval_n", "eval_limit", "keep_eval_adapters", "keep_step", "patience")
+# What a run saved before a setting existed did, so that resuming it goes on as it began.
+SAVED_BEFORE = {"kl_reference": "base", "keep_step": "last"}
 
 
 @dataclass
@@ -37,6 +39,8 @@ class TrainResult:
     total_steps: int
     stopped: bool = False  # a stop was requested before the last step
     metrics: dict[str, Any] = field(default_factory=dict)
+    kept: dict[str, Any] | None = None  # the validated step the run's adapters are (`validation.keep`)
+    stopped_early: bool = False  # validation brought no new best for --patience evaluations
 
 
 def resolve_config(config: TrainConfig, out: Path, resume: bool,
@@ -56,6 +60,7 @@ def resolve_config(config: TrainConfig, out: Path, resume: bool,
         data = json.loads(saved_path.read_text(encoding="utf-8"))
         if not isinstance(data, dict):
             raise TypeError("not a JSON object")
+        data = {**SAVED_BEFORE, **data}
         saved = with_reward(TrainConfig.from_dict(data))  # runs from before --reward: the seed's
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
         raise UserError(f"{saved_path}: unreadable ({e}): the run cannot be resumed; "
@@ -139,14 +144,20 @@ def train(
             lock.release()
 
 
-def _restore(trainer: Any, state_dir: Path, names: list[str], out: Path, publish: bool) -> None:
+def _restore(trainer: Any, state_dir: Path, names: list[str], out: Path, publish: bool,
+             into: str = "") -> None:
     """The trainer as it was saved in `state_dir` (weights, optimizer, data order, step)."""
     trainer_state, _ = ckpt.load_state(state_dir)
     for name in names:
         trainer.policy.load_weights(name, state_dir / name)
     trainer.load_state_dict(trainer_state)
     if publish:
-        ckpt.publish_adapters(out, state_dir, names)
+        ckpt.publish_adapters(out, state_dir, names, into=into)
+
+
+def keeps_best(config: TrainConfig) -> bool:
+    """Whether the run's adapters are its best validated step's (the last step's in last/)."""
+    return bool(config.eval_every) and config.keep_step == "best"
 
 
 @dataclass
@@ -163,6 +174,19 @@ class _Checkpointer:
     total: int
     emit: Emit
     writes: bool  # every rank holds the same adapters; one writes them
+    kept: dict[str, Any] | None = None  # the validated step the top-level adapters are
+    stopped_early: bool = False
+
+    def keep(self, kept: dict[str, Any] | None) -> None:
+        """Publish the kept step's adapters (saved by its validation) as the run's."""
+        if kept is None:
+            return
+        self.kept = kept
+        if self.writes and keeps_best(self.config):
+            from coopcode.training.validation import eval_dir
+
+            ckpt.publish_adapters(self.out, eval_dir(self.out, kept["step"]) / "adapters",
+                                  self.names)
 
     def __call__(self, step: int) -> None:
         if not self.writes:
@@ -178,7 +202,8 @@ class _Checkpointer:
                 "runtime": runtime()}
         final = ckpt.save_state(out, step, self.trainer.state_dict(), write_adapters, info,
                                 keep=config.keep_checkpoints)
-        ckpt.publish_adapters(out, final, self.names)
+        ckpt.publish_adapters(out, final, self.names,
+                              into=ckpt.LAST_DIR if keeps_best(config) else "")
         last = log.history[-1] if log.history else {}
         metrics = {"reward_mean": log.recent("reward/mean"), "pass_rate": log.recent("pass_rate"),
                    "window": min(10, len(log.history)),
@@ -188,7 +213,9 @@ class _Checkpointer:
         ckpt.write_json_atomic(out / "manifest.json", ckpt.manifest(
             base_name=engine.model_name, fingerprint=engine.model_fingerprint,
             algorithm=config.algo, config=config.to_dict(), step=step, total_steps=self.total,
-            metrics=metrics, adapters=self.names, run=out.name) | {"runtime": runtime()})
+            metrics=metrics, adapters=self.names, run=out.name) | {
+                "runtime": runtime(), "kept": self.kept, "stopped_early": self.stopped_early,
+                "last": ckpt.LAST_DIR if keeps_best(config) else None})
         self.emit(Log(message=f"checkpoint step {step}: {out}"))
 
 
@@ -226,7 +253,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     total = trainer.total_steps
     names = list(trainer.adapter_names().values())
     if state_dir is not None:
-        _restore(trainer, state_dir, names, out, publish=ranks.main)
+        _restore(trainer, state_dir, names, out, publish=ranks.main,
+                 into=ckpt.LAST_DIR if keeps_best(config) else "")
     if ranks.main:
         for name in ("metrics.jsonl", "samples.jsonl"):
             ckpt.truncate_metrics(out / name, trainer.step)
@@ -249,6 +277,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
 
     save = _Checkpointer(out, config, trainer, engine, problems, log, names, total, emit,
                          writes=ranks.main)
+    if config.eval_every and ranks.main:  # a resumed run: the kept step among what is left
+        save.keep(val.keep(val.evaluations(out, log.history), config.keep_step))
     # Rank 0 evaluates (the others wait for it at the next step's first reduction).
     validate = None
     if config.eval_every and ranks.main:
@@ -261,20 +291,43 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     started, first_step = time.time(), trainer.step
     stopped = False
     watch = CollapseWatch(config.max_new_tokens)
+    def judge_evaluations() -> bool:
+        """Keep the best step so far; whether validation says to stop (--patience)."""
+        found = val.evaluations(out, log.history)
+        kept = val.keep(found, config.keep_step)
+        if kept is not None and kept != save.kept:
+            save.keep(kept)
+            emit(Log(message=f"keeping step {kept['step']} ({val.kept_words(kept)})"))
+        if config.patience is not None and found and val.since_best(found) >= config.patience:
+            save.stopped_early = True
+        return save.stopped_early
+
     try:
         if validate is not None and trainer.step == 0 and not val.evaluated_at_start(log.history):
             figures = validate(0)  # the agents before any update: the curve's start
             if figures:
                 log.log(0, figures)
-        while trainer.step < total:
+        if validate is not None:
+            judge_evaluations()
+            if save.stopped_early and trainer.step < total:
+                emit(Log(message=f"the run stopped itself at step {trainer.step}: "
+                                 f"{config.patience} validations without a new best "
+                                 f"({flag('patience')}); a larger one lets it go on"))
+        while trainer.step < total and not save.stopped_early:
             if cancel.is_set():
                 raise TrainingStopped(trainer.step)
             values = trainer.train_step()
             step = trainer.step
+            validated = False
             if validate is not None and val.is_due(config, step, total):
                 # Before the step is logged and saved: a run killed here redoes the step.
-                values.update(validate(step))
+                figures = validate(step)
+                values.update(figures)
+                validated = bool(figures)
             log.log(step, values, extra={"task_ids": trainer.step_task_ids})
+            if validated and judge_evaluations():
+                emit(Log(message=f"stopping at step {step}: {config.patience} validations "
+                                 f"without a new best val pass@1 ({flag('patience')})"))
             for warning in watch.new(log.history):  # each kind once, when it first shows
                 emit(Log(message=f"{warning.kind}: {warning.message}", level="warning"))
             lines = ranks.in_order(ranks.gather(sample_lines(step, trainer.last_rollouts)))
@@ -283,7 +336,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
             rate = (time.time() - started) / max(1, step - first_step)
             emit(Progress(done=step, total=total, label=f"step {step}/{total}",
                           eta_s=rate * (total - step)))
-            if step % config.save_every == 0 or step == total:
+            # A validated step is saved with the kept step it chose (manifest and adapters agree).
+            if step % config.save_every == 0 or step == total or save.stopped_early or \
+                    (validated and keeps_best(config)):
                 save(step)
     except OSError as e:
         if not no_space(e):
@@ -304,9 +359,11 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
         if owned:
             engine.close()  # its decode thread must be out of torch before the process exits
     last = log.history[-1] if log.history else {}
-    result = TrainResult(out, trainer.step, total, stopped, last)
+    result = TrainResult(out, trainer.step, total, stopped, last, kept=save.kept,
+                         stopped_early=save.stopped_early)
     emit(Finished(job="train", summary={"out": str(out), "step": trainer.step, "total_steps": total,
-                                        "stopped": stopped,
+                                        "stopped": stopped, "stopped_early": save.stopped_early,
+                                        "kept_step": save.kept["step"] if save.kept else None,
                                         "reward_mean": log.recent("reward/mean")}))
     return result
 

@@ -40,6 +40,23 @@ class CheckpointInfo:
         return step if isinstance(step, int) else None
 
     @property
+    def kept_step(self) -> int | None:
+        """The step the run's adapters (helper/, main/) are, where validation kept one; the
+        last step's are then in last/. None: the adapters are the last step's."""
+        kept = self.manifest.get("kept")
+        step = kept.get("step") if isinstance(kept, dict) else None
+        return step if isinstance(step, int) and self.manifest.get("last") else None
+
+    @property
+    def step_words(self) -> str:
+        """`45/90` or, where a validated step is kept, `kept 15 (best); last 45/90`."""
+        done = "?" if self.step is None else f"{self.step}/{self.total_steps or '?'}"
+        if self.kept_step is None:
+            return done
+        early = " stopped itself" if self.manifest.get("stopped_early") else ""
+        return f"kept {self.kept_step}; last {done}{early}"
+
+    @property
     def total_steps(self) -> int | None:
         total = self.manifest.get("total_steps")
         return total if isinstance(total, int) else None
@@ -97,6 +114,7 @@ class CheckpointInfo:
             "algorithm": self.algorithm,
             "base": self.base,
             "step": self.step,
+            "kept_step": self.kept_step,
             "total_steps": self.total_steps,
             "reward_mean": self.reward,
             "reward_name": self.reward_name,

@@ -24,6 +24,8 @@ from coopcode.training.config import TrainConfig, lora_target_modules
 from coopcode.training.distributed import Ranks, agent_loss
 from coopcode.training.policy import TransformersPolicy
 
+REFERENCE_PREFIX = "ref-"  # the frozen copy of an agent's starting adapters (KL reference)
+
 
 class TrainingStopped(Exception):
     """A stop was requested; the trainer is at the end of step `step` (nothing half-applied)."""
@@ -70,6 +72,7 @@ class AdapterTrainer:
         self.params: dict[str, list[Any]] = {}
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
         self.schedulers: dict[str, Any] = {}
+        self.references: dict[str, str | None] = {}  # role -> the KL's reference adapter
         self._attach_adapters()
         self.step = 0  # optimizer steps completed
         self.last_rollouts: list[Any] = []  # this rank's (RL: what samples.jsonl records)
@@ -96,10 +99,24 @@ class AdapterTrainer:
             self.params[role] = params
             self.policy.select(name)  # DDP takes the weights that require grad now
             self.losses[role] = agent_loss(params, self._chunk_loss, self.ranks)
-            opt = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+            opt = torch.optim.AdamW(params, lr=cfg.lr_of(role), weight_decay=cfg.weight_decay)
             self.optimizers[role] = opt
             self.schedulers[role] = torch.optim.lr_scheduler.LambdaLR(
                 opt, lr_lambda(cfg, self.total_steps))
+            self.references[role] = self._reference(name, inits[role])
+
+    def _reference(self, name: str, start: str | None) -> str | None:
+        """The adapter the KL of agent `name` is measured against: None for the bare base;
+        with `kl_reference` start and a run that began from saved adapters, a frozen copy of
+        them (`ref-<name>`), so the penalty anchors the agent to its warm start. Loaded only
+        where the KL is computed."""
+        cfg = self.config
+        if cfg.kl_reference != "start" or start is None or not (cfg.kl_coef > 0 or cfg.log_kl):
+            return None
+        ref = f"{REFERENCE_PREFIX}{name}"
+        for p in self.policy.add_adapter(ref, weights=start):
+            p.requires_grad_(False)
+        return ref
 
     def adapter_names(self) -> dict[str, str]:
         """role -> adapter (and folder) name."""

@@ -169,6 +169,57 @@ def choose_step(found: Sequence[Mapping[str, Any]], metric: str = "val/pass@1") 
     return choose(candidates) if len(candidates) >= 2 else None
 
 
+def keep(found: Sequence[Mapping[str, Any]], rule: str = "best") -> dict[str, Any] | None:
+    """Which evaluated step a run's adapters are, by `rule` (`keep_step`): `best` takes the
+    step with the highest val pass@1 where it leads every other by more than two standard
+    errors (paired over the problems, `stats.choose`), else the earliest step it does not
+    lead that far (closer, validation cannot tell them apart, and the earlier has drifted less
+    from where the run began); `last` the last evaluation. `{step, rule, best, preferred,
+    "val/pass@1", "val/pass@1_se"}`, or None before any evaluation."""
+    if not found:
+        return None
+    by_step = {int(e["step"]): e for e in found}
+    step = max(by_step)
+    best, preferred = step, False
+    if rule == "best":
+        choice = choose_step(found)
+        if choice is not None:
+            best = int(choice.best.split()[-1])
+            preferred = choice.preferred is not None
+            step = best if preferred else min([best, *(int(t.split()[-1]) for t in choice.tied)])
+        elif len(by_step) == 1:
+            best = step
+    figures = by_step[step].get("figures", {})
+    return {"step": step, "rule": rule, "best": best, "preferred": preferred,
+            "val/pass@1": figures.get("val/pass@1"), "val/pass@1_se": figures.get("val/pass@1_se")}
+
+
+def kept_words(kept: Mapping[str, Any]) -> str:
+    """Why a step is kept, in words: `val pass@1 20.0% ±4.1, the best by two standard errors`."""
+    figure = kept.get("val/pass@1")
+    se = kept.get("val/pass@1_se")
+    shown = "" if figure is None else f"val pass@1 {100 * figure:.1f}%" + (
+        f" ±{100 * se:.1f}" if se is not None else "") + ", "
+    if kept["rule"] == "last":
+        return shown + "the last evaluation"
+    if kept["preferred"] or kept["step"] == kept["best"]:
+        return shown + ("the best by two standard errors" if kept["preferred"] else "the best")
+    return shown + (f"the earliest within two standard errors of the best, step {kept['best']}")
+
+
+def since_best(found: Sequence[Mapping[str, Any]]) -> int:
+    """How many evaluations in a row, up to the last, brought no new best val pass@1 (one
+    above every earlier evaluation's): what `patience` counts."""
+    best, count = -1.0, 0
+    for e in sorted(found, key=lambda e: int(e["step"])):
+        value = float(e.get("figures", {}).get("val/pass@1", 0.0))
+        if value > best:
+            best, count = value, 0
+        else:
+            count += 1
+    return count
+
+
 def choose_candidates(last: Mapping[str, Mapping[str, Mapping[str, float]]],
                       keys: Sequence[str]) -> dict[str, Any]:
     """Candidate runs compared at their last evaluation, per figure (`stats.choose`): `last`
@@ -254,7 +305,8 @@ class Validation:
                                   "recorded"))
             return {}
         figures = val_metrics(summary.rows[0])
-        if config.keep_eval_adapters:  # what was measured, to bench the step validation prefers
+        if config.keep_eval_adapters or config.keep_step == "best":
+            # what was measured: the step the run keeps is published from here
             for name in adapters:
                 trainer.policy.save(name, folder / "adapters" / name)
         shown = ", ".join(f"{k.split('/', 1)[1]} {v:.3f}" for k, v in figures.items())

@@ -113,3 +113,44 @@ def test_a_node_whose_mean_reward_reaches_the_threshold_is_not_revised(
                        early_stop_reward=0.0)
     (rollout,), _ = trainer.rollouts.run(trainer.problems[:1], step=0)
     assert rollout.root.children == {}
+
+
+def _alike_until(calls: int) -> Any:
+    """A scorer whose first `calls` calls score every joint action alike (no spread) and whose
+    later calls score main's sample index: what a resampled group can show."""
+    seen = {"calls": 0}
+
+    def score(items: Any) -> Any:
+        seen["calls"] += 1
+        alike = seen["calls"] <= calls
+        return output_scorer(lambda p, a, n: 0.0 if alike else 0.1 * a.members["main"])(items)
+
+    return score
+
+
+@pytest.mark.parametrize("bound, calls, expect_draw", [(0, 1, 0), (2, 1, 1), (2, 5, 2)])
+def test_a_problem_whose_groups_scored_alike_is_sampled_again_up_to_the_bound(
+        make_engine: Any, tiny_model_dir: Path, bound: int, calls: int, expect_draw: int) -> None:
+    """With --resample-constant-groups N, a node whose every group scored alike is sampled again
+    (new seeds, new completions) until one scores apart or N more draws are spent; without it the
+    alike group is trained on as it is (all advantages 0)."""
+    from coopcode.training.rollout import RolloutBuilder, scored_alike
+
+    config = TrainConfig(group_size=2, max_new_tokens=6, warmup_steps=0,
+                         resample_constant_groups=bound)
+    trainer = MAGRPOTrainer(make_engine(tiny_model_dir), config,
+                            load_problems("humaneval:train")[:1], scorer=_alike_until(calls))
+    builder = trainer.rollouts
+    first = RolloutBuilder(trainer.engine, TrainConfig(group_size=2, max_new_tokens=6),
+                           _alike_until(1))
+    (plain,), _ = first.run(load_problems("humaneval:train")[:1], step=0)
+    (rollout,), stats = builder.run(load_problems("humaneval:train")[:1], step=0)
+    node = rollout.root
+    assert stats.resampled == (1 if bound else 0)
+    assert stats.still_constant == (1 if bound and calls > bound else 0)
+    assert scored_alike(node) == (expect_draw == 0 or calls > bound)
+    if expect_draw == 1:
+        assert node.rewards == [0.0, 0.1]
+    assert len(node.samples["main"]) == 2 and len(node.actions) == 2  # the draw replaced, not added
+    fresh = [s.code for s in node.samples["main"]] != [s.code for s in plain.root.samples["main"]]
+    assert fresh == (bound > 0)  # a new draw has seeds of its own

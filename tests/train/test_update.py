@@ -144,3 +144,60 @@ def test_kl_to_the_base_is_zero_for_a_fresh_adapter_and_grows_after_updates(
         trainer.accumulate("main", [samples])
         trainer.apply_gradients("main")
     assert trainer.accumulate("main", [samples])["main/kl"] > 1e-4
+
+
+def _moved_adapter(make_engine: Any, model_dir: Path, folder: Path) -> Path:
+    """A main adapter a few updates away from a fresh one, saved as a PEFT folder: a warm
+    start that differs from the base."""
+    trainer = _trainer(make_engine, model_dir, learning_rate=5e-2)
+    samples = _samples(trainer, [1.0, -1.0])
+    for _ in range(3):
+        trainer.accumulate("main", [samples])
+        trainer.apply_gradients("main")
+    return trainer.policy.save("main", folder / "main")
+
+
+@pytest.mark.parametrize("reference", ["start", "base"])
+def test_kl_is_measured_against_the_adapters_the_run_started_from(
+        make_engine: Any, tiny_model_dir: Path, tmp_path: Path, reference: str) -> None:
+    """From a warm start, the KL to the start is 0 before any update (the penalty anchors the
+    agent where it began), while the KL to the bare base is not: the warm start is already
+    away from it. `--kl-ref base` keeps the old measure."""
+    start = _moved_adapter(make_engine, tiny_model_dir, tmp_path)
+    trainer = _trainer(make_engine, tiny_model_dir, kl_coef=0.1, main_init=str(start),
+                       kl_reference=reference)
+    assert trainer.references["main"] == ("ref-main" if reference == "start" else None)
+    kl = trainer.accumulate("main", [_samples(trainer, [1.0, -1.0])])["main/kl"]
+    if reference == "start":
+        assert kl == pytest.approx(0.0, abs=1e-6)
+        assert not any(p.requires_grad for p in trainer.policy.parameters("ref-main"))
+        assert all(p.grad is None for p in trainer.policy.parameters("ref-main"))
+    else:
+        assert kl > 1e-3
+    # the reference stays where the run began while the agent moves away from it
+    trainer.apply_gradients("main")
+    before = [p.detach().clone() for p in trainer.policy.parameters("ref-main")] \
+        if reference == "start" else []
+    for _ in range(2):
+        trainer.accumulate("main", [_samples(trainer, [1.0, -1.0])])
+        trainer.apply_gradients("main")
+    for b, p in zip(before, trainer.policy.parameters("ref-main")):
+        torch.testing.assert_close(b, p.detach())
+    assert trainer.accumulate("main", [_samples(trainer, [1.0, -1.0])])["main/kl"] > 1e-4
+
+
+def test_each_agent_has_its_own_learning_rate(make_engine: Any, tiny_model_dir: Path) -> None:
+    trainer = _trainer(make_engine, tiny_model_dir, learning_rate=1e-3, main_lr=3e-5)
+    assert trainer.optimizers["helper"].param_groups[0]["lr"] == pytest.approx(1e-3)
+    assert trainer.optimizers["main"].param_groups[0]["lr"] == pytest.approx(3e-5)
+    both = _trainer(make_engine, tiny_model_dir, learning_rate=1e-3, helper_lr=2e-4)
+    assert both.optimizers["helper"].param_groups[0]["lr"] == pytest.approx(2e-4)
+    assert both.optimizers["main"].param_groups[0]["lr"] == pytest.approx(1e-3)
+    # the step a rate takes is its own: main's weights move 1e-3/3e-5 times less per update
+    # with Adam's first step (every weight moves by about lr)
+    samples = _samples(trainer, [1.0, -1.0])
+    before = [p.detach().clone() for p in trainer.params["main"]]
+    trainer.accumulate("main", [samples])
+    trainer.apply_gradients("main")
+    moved = max(float((p.detach() - b).abs().max()) for p, b in zip(trainer.params["main"], before))
+    assert moved == pytest.approx(3e-5, rel=0.05)

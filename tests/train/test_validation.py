@@ -124,7 +124,9 @@ def test_a_resumed_run_does_not_evaluate_step_0_again(
         validated_run: tuple[Path, list[Any], list[Any]]) -> None:
     run, _, resumed = validated_run
     assert sum(r["step"] == 0 for r in _records(run)) == 1
-    assert not list(run.glob("validation/*/adapters"))  # kept only when asked
+    # --keep-step best (the default): each evaluation keeps what it measured, to publish
+    assert sorted(p.parent.name for p in run.glob("validation/*/adapters")) == \
+        [f"step-{s:06d}" for s in (0, 2, 3, 4)]
     # --eval-every 3 from step 3: only the new last step (4) is evaluated.
     assert [m.split(":")[0] for m in _val_logs(resumed)] == ["validation at step 4"]
     assert [e["step"] for e in resumed if e["type"] == "metric"] == [4]
@@ -202,14 +204,21 @@ def test_grpo_evaluates_its_one_agent_with_the_single_scheme(tiny_model_dir: Pat
         assert {s["scheme"] for s in samples} == {"single"} and len(samples) == 6
         assert {s["main_adapter"] for s in samples} == {f"{out / 'main'}@step-{step}"}
         assert {s["helper_adapter"] for s in samples} == {None}
-    # --keep-eval-adapters: each evaluation keeps what it measured; the last is the run's own.
-    from safetensors.torch import load_file
-
+    # --keep-eval-adapters: each evaluation keeps what it measured; the last step's are the
+    # run's last/, and the run's own are the kept step's (0: the tiny model passes nothing,
+    # so no later step leads it).
     kept = {step: out / "validation" / f"step-{step:06d}" / "adapters" / "main" for step in (0, 1)}
     assert [sorted(p.name for p in kept[s].iterdir()) for s in (0, 1)] == \
         [["adapter_config.json", "adapter_model.safetensors"]] * 2
-    last, final = (load_file(str(p / "adapter_model.safetensors")) for p in (kept[1], out / "main"))
-    assert last.keys() == final.keys() and all(last[k].equal(final[k]) for k in last)
+    assert _same_weights(kept[1], out / "last" / "main")
+    assert _same_weights(kept[0], out / "main")
+
+
+def _same_weights(a: Path, b: Path) -> bool:
+    from safetensors.torch import load_file
+
+    x, y = (load_file(str(p / "adapter_model.safetensors")) for p in (a, b))
+    return x.keys() == y.keys() and all(x[k].equal(y[k]) for k in x)
 
 
 def test_validation_does_not_change_what_is_trained(tiny_model_dir: Path, auto_sandbox: Any,
@@ -232,7 +241,8 @@ def test_validation_does_not_change_what_is_trained(tiny_model_dir: Path, auto_s
                   out, engine=engine, sandbox=auto_sandbox, scorer=output_scorer(odd_length))
         finally:
             engine.close()
-        return {role: load_file(str(out / role / "adapter_model.safetensors"))
+        last = out / "last" if validation else out  # validated: the top level is the kept step
+        return {role: load_file(str(last / role / "adapter_model.safetensors"))
                 for role in ("helper", "main")}
 
     plain = run(tmp_path / "plain")
@@ -329,3 +339,99 @@ def test_the_tui_plots_validation_pass_at_1_as_its_own_series(process_sandbox: A
     series = asyncio.run(drive())
     assert series["val pass@1"] == [(0.0, 0.25), (2.0, 0.5)]
     assert series["pass rate"] == [(1.0, 0.5), (2.0, 0.5)]
+
+
+def _evaluation(step: int, per_problem: list[float]) -> dict[str, Any]:
+    """An evaluation as `validation.evaluations` gives it: its figures and per-problem row."""
+    from coopcode.evaluation.stats import mean_interval
+
+    est = mean_interval(per_problem)
+    return {"step": step, "figures": {"val/pass@1": est.mean, "val/pass@1_se": est.se},
+            "row": {"per_problem": {f"t{i}": {"pass@1": v} for i, v in enumerate(per_problem)}}}
+
+
+def test_the_run_keeps_a_later_step_only_where_it_leads_by_two_standard_errors() -> None:
+    from coopcode.training.validation import keep, since_best
+
+    start = _evaluation(0, [0.0] * 20 + [1.0] * 4)
+    better = _evaluation(15, [1.0] * 16 + [0.0] * 8)  # +12 problems: far beyond 2 SE
+    slightly = _evaluation(30, [0.0] * 19 + [1.0] * 5)  # one problem more than the start
+    fallen = _evaluation(45, [0.0] * 24)
+    kept = keep([start, better, fallen])
+    assert kept is not None
+    assert (kept["step"], kept["best"], kept["preferred"]) == (15, 15, True)
+    assert kept["val/pass@1"] == pytest.approx(16 / 24)
+    # The best (30) does not lead the start by two standard errors: the start is kept.
+    kept = keep([start, slightly, fallen])
+    assert kept is not None and (kept["step"], kept["best"], kept["preferred"]) == (0, 30, False)
+    # `last` keeps the last evaluation whatever it scored.
+    kept = keep([start, better, fallen], "last")
+    assert kept is not None and kept["step"] == 45
+    assert keep([]) is None
+    only = keep([start])
+    assert only is not None and only["step"] == 0
+    # --patience counts the evaluations since the last new best (an equal one is not new).
+    assert since_best([start, better, fallen]) == 1
+    assert since_best([start, better, slightly, fallen]) == 2
+    assert since_best([start, _evaluation(15, [0.0] * 20 + [1.0] * 4)]) == 1
+    assert since_best([start]) == 0
+
+
+def test_a_run_keeps_its_best_step_publishes_the_last_beside_it_and_stops_itself(
+        tiny_model_dir: Path, auto_sandbox: Any, tmp_path: Path) -> None:
+    """The tiny model passes no validation problem, so every evaluation ties at 0: the run
+    keeps step 0 (its start) as its adapters while it learns from a reward with a spread,
+    puts the last step's in last/, and with --patience 2 stops itself after two evaluations
+    without a new best. A resume goes no further until the patience grows."""
+    from coopcode.core import events as ev
+    from coopcode.engines.embedded.engine import TransformersEngine
+    from coopcode.training import output_scorer, train
+
+    def second(problem: Any, action: Any, node: Any) -> float:  # a reward with a spread
+        return float(action.members["main"])
+
+    out = tmp_path / "kept"
+    config = TrainConfig(steps=4, group_size=2, max_new_tokens=8, limit=2, temperature=2.0,
+                         warmup_steps=0, learning_rate=1e-2, eval_every=1, eval_limit=2,
+                         eval_n=1, patience=2)
+
+    def run(resume: bool = False, **changes: Any) -> list[Any]:
+        seen: list[Any] = []
+        engine = TransformersEngine(str(tiny_model_dir), dtype="float32")
+        try:
+            train(TrainConfig(**{**config.to_dict(), **changes}), out, resume=resume,
+                  engine=engine, sandbox=auto_sandbox, scorer=output_scorer(second),
+                  emit=seen.append, explicit=set(changes))
+        finally:
+            engine.close()
+        return [e.message for e in seen if isinstance(e, ev.Log)]
+
+    said = run()
+    assert [r["step"] for r in _records(out)] == [0, 1, 2]  # stopped itself after step 2
+    assert any(r.get("grad_norm", 0) > 0 for r in _records(out))  # it learned
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["step"] == 2 and manifest["stopped_early"] is True
+    assert manifest["kept"]["step"] == 0 and manifest["last"] == "last"
+    assert any("stopping at step 2" in m for m in said)
+    assert any(m.startswith("keeping step 0") for m in said)
+    val = out / "validation"
+    for role in ("helper", "main"):
+        assert _same_weights(out / role, val / "step-000000" / "adapters" / role)
+        assert _same_weights(out / "last" / role, val / "step-000002" / "adapters" / role)
+        assert _same_weights(out / "last" / role, out / "trainer_state" / "step-000002" / role)
+    assert not _same_weights(out / "main", out / "last" / "main")
+    listed = coopcode("checkpoints", "list", "--dir", str(tmp_path))
+    assert listed.returncode == 0 and "kept 0; last 2/4 stopped itself" in listed.stdout
+    shown = coopcode("checkpoints", "show", str(out))
+    assert "adapters: step 0's" in shown.stdout, shown.stdout
+    assert f"the last step's in {out / 'last'}" in " ".join(shown.stdout.split())
+    # resumed with the same patience: nothing more to do
+    said = run(resume=True)
+    assert any("stopped itself at step 2" in m for m in said)
+    assert [r["step"] for r in _records(out)] == [0, 1, 2]
+    run(resume=True, patience=5)
+    assert [r["step"] for r in _records(out)] == [0, 1, 2, 3, 4]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["step"] == 4 and manifest["kept"]["step"] == 0
+    assert manifest["stopped_early"] is False
+    assert _same_weights(out / "last" / "main", out / "trainer_state" / "step-000004" / "main")
