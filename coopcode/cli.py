@@ -365,7 +365,7 @@ def compare(
     config: CompareConfig,
     as_json: JsonOutput,
 ) -> None:
-    """Paired comparison over shared problems: Δ pass@k (B − A) with a 95% interval, a sign test, the problems that moved."""
+    """Paired comparison over shared problems: Δ pass@k (B − A) with a 95% interval (and one clustered by HumanEval source on compose), a sign test, the problems that moved."""
     from coopcode.core.inputs import check_output_folder
     from coopcode.evaluation.compare import (
         compare_runs,

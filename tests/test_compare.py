@@ -72,6 +72,7 @@ def test_known_difference_interval_and_sign_test(two_runs: tuple[Path, Path]) ->
     assert (k1["diff_low"], k1["diff_high"]) == pytest.approx((-0.022775, 0.322775), abs=1e-5)
     assert (k1["gained"], k1["lost"], k1["tied"]) == (5, 1, 4)
     assert k1["p_sign"] == pytest.approx(0.21875)
+    assert "clustered" not in k1 and "clustered_method" not in c  # HumanEval: no sources
     assert k1["a"]["mean"] == pytest.approx(sum(A_COUNTS) / 40)
     assert k1["b"]["mean"] == pytest.approx(sum(B_COUNTS) / 40)
     # the problems that moved most, largest first (ties by name)
@@ -89,6 +90,51 @@ def test_human_and_markdown_output(two_runs: tuple[Path, Path]) -> None:
     assert md.returncode == 0, md.stderr
     assert "| untrained | trained | 1 | 42.50% | 57.50% | +15.00 | [-2.28, +32.28] | 5 / 1 / 4 |" \
         in md.stdout
+
+
+def test_compose_runs_get_the_source_clustered_interval_beside_the_per_problem_one(
+        tmp_path: Path) -> None:
+    """compose:test's 88 problems come from 36 HumanEval sources. B gains exactly on the
+    problems whose inner step is one of six sources, so the gains cluster by source: the
+    clustered interval (recomputed here from the dyadic formula) is much wider than the
+    per-problem one, and every output says so."""
+    import numpy as np
+
+    from coopcode.evaluation.stats import t_quantile
+
+    problems = load_problems("compose:test")
+    inner = sorted({p.sources[0] for p in problems})[:6]
+    a_counts = {p.task_id: 1 for p in problems}
+    b_counts = {p.task_id: 4 if p.sources[0] in inner else 1 for p in problems}
+    a = make_run(tmp_path / "a", a_counts, 4, scheme="contract", problems="compose:test")
+    b = make_run(tmp_path / "b", b_counts, 4, scheme="contract", problems="compose:test")
+    done = coopcode("compare", str(a), str(b), "--json")
+    assert done.returncode == 0, done.stderr
+    (c,) = json.loads(done.stdout)["comparisons"]
+    assert c["sources"] == 36 and "dyadic cluster-robust" in c["clustered_method"]
+    k1 = c["per_k"][0]
+    # by hand: differences .75 where the inner source is one of the six, else 0
+    tasks = sorted(a_counts)
+    by_id = {p.task_id: p.sources for p in problems}
+    d = np.array([b_counts[t] / 4 - a_counts[t] / 4 for t in tasks])
+    share = np.array([[float(bool(set(by_id[s]) & set(by_id[t]))) for t in tasks] for s in tasks])
+    e, m = d - d.mean(), len(d)
+    se = float(np.sqrt(e @ share @ e * m / (m - share.sum() / m)) / m)
+    assert k1["clustered"]["se"] == pytest.approx(se, rel=1e-9)
+    assert se > 1.5 * k1["diff_se"]  # the per-problem interval is far too narrow here
+    half = t_quantile(35) * se
+    assert (k1["clustered"]["low"], k1["clustered"]["high"]) == pytest.approx(
+        (d.mean() - half, d.mean() + half), rel=1e-9)
+    assert k1["clustered"]["clusters"] == 36 and k1["clustered"]["mean"] == k1["diff_mean"]
+    # the per-problem interval is still there, as it was
+    assert k1["diff_low"] > k1["clustered"]["low"]
+    md = coopcode("compare", str(a), str(b), "--markdown").stdout
+    assert "| 95% CI | source-clustered 95% CI |" in md
+    assert f"[{100 * k1['clustered']['low']:+.2f}, {100 * k1['clustered']['high']:+.2f}]" in md
+    assert "the 88 problems come from 36 HumanEval sources; source-clustered 95% interval" in md
+    human = coopcode("compare", str(a), str(b)).stdout
+    assert "clustered 95% CI" in human and "36 HumanEval sources" in human
+    assert f"{100 * k1['clustered']['low']:.2f}, {100 * k1['clustered']['high']:.2f}" in human
 
 
 def test_differences_between_the_runs_are_said_plainly(tmp_path: Path) -> None:

@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from coopcode.evaluation.stats import t_quantile
 from coopcode.paper import divided
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,6 +24,29 @@ COMMITTED = REPO / "docs" / "divided"
 def _records(folder: Path) -> list[dict]:
     with gzip.open(folder / "samples.jsonl.gz", "rt") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def _compose_test_sources() -> dict[str, list[str]]:
+    """Each compose:test problem's two HumanEval sources, read from the data file itself."""
+    with open(REPO / "coopcode" / "problems" / "data" / "compose.jsonl") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    return {r["task_id"]: r["sources"] for r in records if r["split"] == "test"}
+
+
+def _clustered(values: dict[str, float], sources: dict[str, list[str]],
+               bounds: tuple[float, float]) -> tuple[float, float]:
+    """The source-clustered 95% interval, written out again: e' S e with S[i, j] = 1 where
+    problems i and j share a source, times m / (m - sum(S) / m), over m^2; never below the
+    per-problem variance; t over the sources - 1; clipped to the bounds."""
+    tasks = sorted(values)
+    v = np.array([values[t] for t in tasks])
+    m = len(v)
+    share = np.array([[float(bool(set(sources[a]) & set(sources[b]))) for b in tasks]
+                      for a in tasks])
+    e = v - v.mean()
+    var = max(e @ share @ e * m / (m - share.sum() / m) / m ** 2, v.var(ddof=1) / m)
+    half = t_quantile(len({s for t in tasks for s in sources[t]}) - 1) * float(np.sqrt(var))
+    return max(bounds[0], v.mean() - half), min(bounds[1], v.mean() + half)
 
 
 def test_the_committed_table_is_what_the_committed_samples_give() -> None:
@@ -34,6 +59,7 @@ def test_the_committed_table_is_what_the_committed_samples_give() -> None:
     carried = {e["row"]: e for e in table["humaneval"]["rows"] if e["run"]}
     assert "he-single" in carried  # the untrained single model on HumanEval's test split
     run.update(carried)
+    pass1: dict[str, dict[str, float]] = {}
     for key, entry in run.items():
         folder = COMMITTED / entry["folder"]
         records = _records(folder)
@@ -43,8 +69,9 @@ def test_the_committed_table_is_what_the_committed_samples_give() -> None:
         by_task: dict[str, list[bool]] = {}
         for r in records:
             by_task.setdefault(r["task_id"], []).append(bool(r["passed"]))
-        pass1 = sum(sum(v) / len(v) for v in by_task.values()) / len(by_task)
-        assert entry["pass@1"] == pytest.approx(pass1, abs=1e-12), key
+        pass1[key] = {t: sum(v) / len(v) for t, v in by_task.items()}
+        assert entry["pass@1"] == pytest.approx(sum(pass1[key].values()) / len(by_task),
+                                                abs=1e-12), key
         low, high = entry["pass@1_ci"]
         assert low <= entry["pass@1"] <= high
         passed = [r for r in records if r["passed"]]
@@ -64,6 +91,38 @@ def test_the_committed_table_is_what_the_committed_samples_give() -> None:
         (row,) = summary["rows"]
         for k in table["ks"]:  # the summary rounds to 4 places: at most half a unit off
             assert entry[f"pass@{k}"] == pytest.approx(row[f"pass@{k}"], abs=5e-5 + 1e-12), (key, k)
+    # Issue 53: beside each per-problem interval on compose:test, the source-clustered one,
+    # recomputed here from the records and the problems' sources (88 problems, 36 sources)
+    sources = _compose_test_sources()
+    assert len(sources) == 88 and len({s for v in sources.values() for s in v}) == 36
+    assert table["interval"]["sources"] == 36
+    for key, entry in run.items():
+        if key.startswith("he-"):  # HumanEval's problems have no sources: nothing to cluster
+            assert "pass@1_ci_clustered" not in entry
+            continue
+        assert set(pass1[key]) == set(sources)
+        low, high = entry["pass@1_ci_clustered"]
+        assert (low, high) == pytest.approx(_clustered(pass1[key], sources, (0, 1)), abs=1e-12)
+        assert low <= entry["pass@1_ci"][0] and entry["pass@1_ci"][1] <= high, key
+    for c in table["comparisons"]:
+        (d,) = [d for d in c["per_k"] if d["k"] == 1]
+        diff = {t: pass1[c["row"]][t] - pass1[c["against"]][t] for t in sources}
+        assert (d["clustered"]["low"], d["clustered"]["high"]) == pytest.approx(
+            _clustered(diff, sources, (-1, 1)), abs=1e-12), (c["row"], c["against"])
+        assert d["clustered"]["clusters"] == 36
+        assert d["clustered"]["low"] <= d["diff_low"] and d["diff_high"] <= d["clustered"]["high"]
+    for c in table["humaneval"]["comparisons"]:
+        assert all("clustered" not in d for d in c["per_k"])
+    # the goal is judged by the clustered interval; the per-problem one is kept beside it
+    for g in table["goal"]:
+        for part in g["against"]:
+            (c,) = [c for c in table["comparisons"]
+                    if (c["row"], c["against"]) == (g["row"], part["against"])]
+            (d,) = [d for d in c["per_k"] if d["k"] == 1]
+            assert part["ci"] == [d["diff_low"], d["diff_high"]]
+            assert part["ci_clustered"] == [d["clustered"]["low"], d["clustered"]["high"]]
+            assert part["met"] == (d["clustered"]["low"] > 0)
+            assert part["met_per_problem"] == (d["diff_low"] > 0)
 
 
 @pytest.mark.parametrize("doc", ["README.md", "BENCHMARKS.md"])
@@ -90,6 +149,9 @@ def test_trained_rows_are_paired_with_every_baseline_grpo_and_their_own_main(tmp
     for c in table["comparisons"]:
         for d in c["per_k"]:
             assert d["diff_mean"] == 0.0 and d["lost"] == d["gained"] == 0 and d["tied"] == 88
+            # compose:test's problems have sources: the clustered interval is there too
+            assert d["clustered"]["clusters"] == 36
+            assert d["clustered"]["low"] == d["clustered"]["high"] == 0.0
     assert {e["row"] for e in table["rows"] if not e["run"]} == {
         "sequential", "plan", "magrpo-seed1", "magrpo-seed1-main"}
     # copies tie every comparison: the goal's interval does not exclude 0, so it is not met
@@ -100,6 +162,8 @@ def test_trained_rows_are_paired_with_every_baseline_grpo_and_their_own_main(tmp
     text = divided.render_markdown(table)
     assert "Met by 0 of the 1 trained pairs benched." in text
     assert text.count("not run yet") == 4 * 2
+    assert "| Method | Pass@1 [95% CI] | Pass@1 source-clustered 95% CI | Pass@10 [95% CI] |" in text
+    assert "| 95% CI | source-clustered 95% CI | gained / lost / tied |" in text
     assert "| Contract pair trained with MAGRPO | Single agent trained with GRPO | 10 | +0.00 |" in text
 
 
@@ -121,6 +185,21 @@ def test_the_goal_is_met_only_when_every_interval_is_above_0_and_half_need_both(
     assert [p["met"] for p in got["against"]] == [True, True, False] and not got["met"]
     missing = divided.goal_checks([row(10, 10)], every[:2])[0]  # no GRPO row benched
     assert missing["against"][2]["diff"] is None and not missing["met"]
+    # with a source-clustered interval, the goal is judged by it: per problem above 0 is not
+    # enough when the problems share sources
+    def clustered(against: str, low: float) -> dict[str, Any]:
+        c = paired(against, 0.01)
+        c["per_k"][0]["clustered"] = {"mean": 0.1, "low": low, "high": 0.3, "clusters": 36}
+        return c
+
+    wide = [clustered("single", 0.02), clustered("contract", 0.02), clustered("grpo", -0.01)]
+    got = divided.goal_checks([row(10, 10)], wide)[0]
+    assert [p["met"] for p in got["against"]] == [True, True, False] and not got["met"]
+    assert [p["met_per_problem"] for p in got["against"]] == [True, True, True]
+    assert got["against"][2]["ci"] == [0.01, 0.2] and got["against"][2]["ci_clustered"] == [-0.01, 0.3]
+    text = divided.render_markdown({"ks": [1], "rows": [], "comparisons": [], "goal": [got],
+                                    "interval": {"level": 0.95, "method": "m"}})
+    assert "+10.00 [+1.00, +20.00], clustered [-1.00, +30.00] not met" in text
     untrained = {**row(10, 10), "trained": False}
     single = {**row(10, 10), "scheme": "single"}
     assert divided.goal_checks([untrained, single], every) == []
@@ -160,6 +239,7 @@ def test_trained_main_agents_on_humaneval_are_paired_with_the_untrained_single_m
     assert [(c["row"], c["against"]) for c in he["comparisons"]] == [("he-grpo", "he-single")]
     for d in he["comparisons"][0]["per_k"]:
         assert d["diff_mean"] == 0.0 and d["tied"] == 40
+        assert "clustered" not in d  # HumanEval's problems have no sources
     assert [e["row"] for e in he["rows"] if not e["run"]] == ["he-magrpo", "he-magrpo-seed1"]
     text = divided.render_markdown(table)
     assert "Carried over: each trained main agent alone" in text

@@ -6,6 +6,10 @@ difference B - A of the per-problem pass@k estimates with its paired standard er
 and the problems that changed most. Pairing removes the problem-to-problem spread that
 dominates an unpaired comparison (on HumanEval most of the variance is which problems are
 hard), so a paired interval is much narrower than the two runs' own intervals suggest.
+Where the problems were built from shared HumanEval problems (`compose`: each has two
+`sources`, and compose:test's 88 reuse 36), the difference's source-clustered interval
+(`stats.CLUSTERED_METHOD`) stands beside the per-problem one: problems that share a source
+are not independent, and the per-problem interval is then too narrow.
 
 A run is a `coopcode bench --out` folder; `FOLDER:SCHEME` picks one scheme of a run that
 holds several. Runs are read, never written: a half-written samples.jsonl is read as far
@@ -19,7 +23,9 @@ from __future__ import annotations
 import gzip
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +67,12 @@ class Run:
         ks = self.config.get("ks") or [1]
         return sorted(int(k) for k in ks if int(k) <= self.n)
 
+    @property
+    def sources(self) -> Mapping[str, tuple[str, ...]]:
+        """Each problem's sources, from the problem set the run names."""
+        problems = self.config.get("problems")
+        return problem_sources(problems) if isinstance(problems, str) else {}
+
     def pass_at(self, task: str, k: int) -> float:
         results = self.passed[task]
         return pass_at_k(len(results), sum(results), k)
@@ -74,6 +86,19 @@ class Run:
                 "helper_adapter": self.identity.get("helper_adapter"),
                 "main_adapter": self.identity.get("main_adapter"),
                 "cooperation": pattern_rates(self.patterns) if has_helper(self.scheme) else {}}
+
+
+@lru_cache(maxsize=16)
+def problem_sources(spec: str) -> Mapping[str, tuple[str, ...]]:
+    """task id -> the problems it was built from, for the problems that have some (none on
+    HumanEval); empty where `spec` no longer loads (a file moved since the bench)."""
+    from coopcode.problems import load_problems
+
+    try:
+        problems = load_problems(spec)
+    except (UserError, OSError, ValueError):
+        return {}
+    return {p.task_id: tuple(p.sources) for p in problems if p.sources}
 
 
 def samples_file(folder: Path) -> Path:
@@ -246,11 +271,15 @@ def compare_runs(a: Run, b: Run, ks: list[int] | None = None) -> dict[str, Any]:
     if ks[-1] > top:
         raise UserError(f"k={ks[-1]} is larger than n={top} (the smaller run's samples per "
                         "problem): lower --k")
+    sources = {**a.sources, **b.sources}
+    # Problems without sources are each their own cluster; none with one: no clustering.
+    clusters = (stats.clusters_by_source(shared, sources)
+                if any(t in sources for t in shared) else None)
     per_k = []
     for k in ks:
         xa = [a.pass_at(t, k) for t in shared]
         xb = [b.pass_at(t, k) for t in shared]
-        paired = stats.paired_difference(xa, xb)
+        paired = stats.paired_difference(xa, xb, clusters=clusters)
         per_k.append({"k": k, "a": stats.mean_interval(xa).to_dict(),
                       "b": stats.mean_interval(xb).to_dict(), **paired.to_dict()})
     k0 = 1  # problems that moved, and the scatter, in pass@1: the number people read
@@ -259,8 +288,10 @@ def compare_runs(a: Run, b: Run, ks: list[int] | None = None) -> dict[str, Any]:
                 "b_passed": sum(b.passed[t]), "b_n": b.n,
                 "diff": b.pass_at(t, k0) - a.pass_at(t, k0)}
                for t in moved[:CHANGED_MOST] if b.pass_at(t, k0) != a.pass_at(t, k0)]
+    clustered = {} if clusters is None else {"clustered_method": stats.CLUSTERED_METHOD,
+                                             "sources": len({c for own in clusters for c in own})}
     return {"a": a.describe(), "b": b.describe(), "shared_problems": len(shared),
-            "notes": differences(a, b), "per_k": per_k, "changed_k": k0,
+            "notes": differences(a, b), "per_k": per_k, **clustered, "changed_k": k0,
             "changed_most": changed,
             "per_problem": {t: {"a": a.pass_at(t, k0), "b": b.pass_at(t, k0)} for t in shared}}
 
@@ -277,21 +308,36 @@ def _ci(low: float | None, high: float | None, signed: bool = True) -> str:
     return f"[{_pct(low, signed)}, {_pct(high, signed)}]"
 
 
+def _clustered_ci(row: dict[str, Any], signed: bool = True) -> str:
+    """The difference's source-clustered interval, where the problems have sources."""
+    got = row.get("clustered")
+    return "—" if got is None else _ci(got["low"], got["high"], signed)
+
+
 def markdown(comparisons: list[dict[str, Any]]) -> str:
     """The comparisons as markdown for a paper or an issue (percentages, B - A)."""
-    lines = ["| A | B | k | A pass@k | B pass@k | Δ (B − A) | 95% CI | gained / lost / tied"
-             " | sign test p | problems |", "|" + "---|" * 10]
+    clustered = any("clustered_method" in c for c in comparisons)
+    head = ["A", "B", "k", "A pass@k", "B pass@k", "Δ (B − A)", "95% CI",
+            *(["source-clustered 95% CI"] if clustered else []), "gained / lost / tied",
+            "sign test p", "problems"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in comparisons:
         for row in c["per_k"]:
-            lines.append(
-                f"| {c['a']['label']} | {c['b']['label']} | {row['k']} | "
-                f"{_pct(row['a']['mean'])}% | {_pct(row['b']['mean'])}% | "
-                f"{_pct(row['diff_mean'], True)} | {_ci(row['diff_low'], row['diff_high'])} | "
-                f"{row['gained']} / {row['lost']} / {row['tied']} | {row['p_sign']:.3g} | "
-                f"{c['shared_problems']} |")
+            cells = [c["a"]["label"], c["b"]["label"], str(row["k"]),
+                     f"{_pct(row['a']['mean'])}%", f"{_pct(row['b']['mean'])}%",
+                     _pct(row["diff_mean"], True), _ci(row["diff_low"], row["diff_high"]),
+                     *([_clustered_ci(row)] if clustered else []),
+                     f"{row['gained']} / {row['lost']} / {row['tied']}", f"{row['p_sign']:.3g}",
+                     str(c["shared_problems"])]
+            lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"Δ in percentage points, paired over the problems both runs hold; "
               f"{100 * stats.LEVEL:.0f}% interval: {stats.METHOD}; sign test: exact, "
               "two-sided, over problems that gained vs lost (ties dropped)."]
+    for c in comparisons:
+        if "clustered_method" in c:
+            lines.append(f"- {c['b']['label']} vs {c['a']['label']}: the {c['shared_problems']}"
+                         f" problems come from {c['sources']} HumanEval sources; source-clustered"
+                         f" {100 * stats.LEVEL:.0f}% interval: {c['clustered_method']}.")
     for c in comparisons:
         for note in c["notes"]:
             lines.append(f"- {c['b']['label']} vs {c['a']['label']}: {note}.")
@@ -319,19 +365,29 @@ def print_comparisons(console: Any, comparisons: list[dict[str, Any]]) -> None:
                                          f"{run['model']}", "dim")))
         for note in c["notes"]:
             console.print(Text(f"note: {note}", style="yellow"), soft_wrap=True)
+        clustered = "clustered_method" in c
+        caption = "+/−/=: problems gained, lost, tied; sign p: exact sign test"
+        if clustered:
+            caption += (f"; clustered: over the {c['sources']} HumanEval sources the problems "
+                        f"come from: {c['clustered_method']}")
         table = Table(title=f"B − A over {c['shared_problems']} shared problems, in "
                       "percentage points", title_justify="left", box=box.SIMPLE_HEAD,
-                      caption="+/−/=: problems gained, lost, tied; sign p: exact sign test",
-                      caption_justify="left")
-        for col in ("k", "A pass@k", "B pass@k", "Δ", "SE", "95% CI", "+/−/=", "sign p"):
+                      caption=caption, caption_justify="left")
+        cols = ["k", "A pass@k", "B pass@k", "Δ", "SE", "95% CI",
+                *(["clustered SE", "clustered 95% CI"] if clustered else []), "+/−/=", "sign p"]
+        for col in cols:
             table.add_column(col, justify="right")
         for row in c["per_k"]:
             diff = row["diff_mean"]
-            style = "green" if row["diff_low"] is not None and row["diff_low"] > 0 else (
-                "red" if row["diff_high"] is not None and row["diff_high"] < 0 else "")
+            # Δ is coloured by the widest interval shown: the clustered one where there is one.
+            sure = row.get("clustered") or {"low": row["diff_low"], "high": row["diff_high"]}
+            style = "green" if sure["low"] is not None and sure["low"] > 0 else (
+                "red" if sure["high"] is not None and sure["high"] < 0 else "")
+            extra = ([_pct(row["clustered"]["se"]), _clustered_ci(row, signed=False)]
+                     if clustered else [])
             table.add_row(str(row["k"]), _pct(row["a"]["mean"]), _pct(row["b"]["mean"]),
                           Text(_pct(diff, True), style=style), _pct(row["diff_se"]),
-                          _ci(row["diff_low"], row["diff_high"], signed=False),
+                          _ci(row["diff_low"], row["diff_high"], signed=False), *extra,
                           f"{row['gained']}/{row['lost']}/{row['tied']}", f"{row['p_sign']:.3g}")
         console.print(table)
         if c["changed_most"]:

@@ -4,17 +4,22 @@ Each row is one bench of `compose:test` (88 problems x n=10, T=0.8), kept as a f
 its samples (`samples.jsonl.gz`) and `meta.json` under `docs/divided/` (README, "Table 2";
 BENCHMARKS.md, "Divided work"). From those two files alone `build_table` gives:
 
-- pass@1/3/5/10 with their 95% intervals (the problem is the unit, `coopcode.evaluation.stats`);
+- pass@1/3/5/10 with their 95% intervals (the problem is the unit, `coopcode.evaluation.stats`),
+  and pass@1's interval clustered by HumanEval source: compose:test's 88 problems are built
+  from 36 HumanEval problems, and those that share one are not independent
+  (`stats.CLUSTERED_METHOD`);
 - every trained row paired with every untrained baseline, with the GRPO row and with its own
-  main agent alone, over the problems (Δ, interval, problems gained / lost / tied, sign test);
+  main agent alone, over the problems (Δ, the per-problem and the source-clustered interval,
+  problems gained / lost / tied, sign test);
 - what the samples are: main calls aux; the helper passes all of aux's own tests (its
   contract); main passes with the reference aux in place of the helper's; the helper's code
   alone solves the task; main copies the helper (`coopcode.written.copies`); "both needed"
   among the passing samples (the pair passes, main with stubs for the helper's functions
   fails, the helper's code alone fails: measured by running it, at bench time);
 - issue 41's goal checked for each trained pair (`goal_checks`: above the untrained single
-  model, the prompted contract pair and the GRPO row at pass@1, each paired interval above 0,
-  and "both needed" in at least half of the passing samples);
+  model, the prompted contract pair and the GRPO row at pass@1, each paired source-clustered
+  interval above 0, the per-problem one shown beside it, and "both needed" in at least half
+  of the passing samples);
 - each bench's wall time (meta.json; the sessions of a resumed bench are added up, and a
   session killed rather than stopped leaves none, so the figure is then a lower bound).
 
@@ -34,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.evaluation import stats
-from coopcode.paper.table import _cell, _paired, _pct  # the same cells and pairing as Table 1
+from coopcode.paper.table import _cell, _pct  # the same cells as Table 1
 from coopcode.schemes import has_helper
 from coopcode.written.copies import main_copies_helper
 
@@ -128,13 +133,22 @@ def sample_profile(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, 
 
 
 def row_figures(folder: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
-    """One row's figures from its folder's samples and meta.json."""
-    from coopcode.evaluation.compare import read_records, samples_file, summarize_folder
+    """One row's figures from its folder's samples and meta.json; `sources` (each problem's
+    HumanEval sources, from the problem set the bench names) is for the pairings, not the
+    table."""
+    from coopcode.evaluation.compare import (
+        problem_sources,
+        read_records,
+        samples_file,
+        summarize_folder,
+    )
 
     summary = summarize_folder(folder).to_dict()
     (got,) = summary["rows"]
     meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
     per_problem = got["per_problem"]
+    problems = (meta.get("config") or {}).get("problems")
+    sources = dict(problem_sources(problems)) if isinstance(problems, str) else {}
     figures: dict[str, Any] = {"problems": got["problems"], "samples": got["samples"],
                                "n": summary["meta"].get("n"),
                                "wall_seconds": meta.get("wall_seconds"),
@@ -144,12 +158,43 @@ def row_figures(folder: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
                                                for t, p in per_problem.items()},
                                "profile": sample_profile(read_records(samples_file(folder))),
                                "adapter_step": adapter_step(
-                                   (meta.get("identity") or {}).get("main_adapter"))}
+                                   (meta.get("identity") or {}).get("main_adapter")),
+                               "sources": {t: sources[t] for t in per_problem if t in sources}}
+    clusters = _clusters(list(per_problem), figures["sources"])
     for k in ks:  # recomputed from the per-problem estimates
-        est = stats.mean_interval([p[f"pass@{k}"] for p in per_problem.values()])
+        values = [p[f"pass@{k}"] for p in per_problem.values()]
+        est = stats.mean_interval(values)
         figures[f"pass@{k}"] = est.mean
         figures[f"pass@{k}_ci"] = None if est.low is None else [est.low, est.high]
+        if clusters is not None:
+            cl = stats.clustered_mean_interval(values, clusters)
+            figures[f"pass@{k}_ci_clustered"] = None if cl.low is None else [cl.low, cl.high]
     return figures
+
+
+def _clusters(tasks: Sequence[str], sources: Mapping[str, Sequence[str]]
+              ) -> list[tuple[str, ...]] | None:
+    """Each problem's clusters (its HumanEval sources), or None where no problem has any."""
+    if not any(t in sources for t in tasks):
+        return None
+    return stats.clusters_by_source(tasks, sources)
+
+
+def _paired(a: Mapping[str, Any], b: Mapping[str, Any], ks: Sequence[int]) -> list[dict[str, Any]]:
+    """B - A per k over the problems both rows hold (Table 1's pairing), with the
+    source-clustered interval beside the per-problem one where the problems have sources."""
+    pa, pb = a.get("per_problem") or {}, b.get("per_problem") or {}
+    shared = sorted(set(pa) & set(pb))
+    clusters = _clusters(shared, {**(a.get("sources") or {}), **(b.get("sources") or {})})
+    out = []
+    for k in ks:
+        key = f"pass@{k}"
+        if not shared or not all(key in pa[t] and key in pb[t] for t in shared):
+            continue
+        paired = stats.paired_difference([pa[t][key] for t in shared],
+                                         [pb[t][key] for t in shared], clusters=clusters)
+        out.append({"k": k, "problems": len(shared), **paired.to_dict()})
+    return out
 
 
 def adapter_step(adapter: str | None) -> list[int] | None:
@@ -201,7 +246,8 @@ def _read_rows(root: Path, specs: Sequence[DividedRow], ks: Sequence[int]
             continue
         found[spec.key] = row_figures(folder, ks)
         rows.append({**entry, "run": True,
-                     **{k: v for k, v in found[spec.key].items() if k != "per_problem"}})
+                     **{k: v for k, v in found[spec.key].items()
+                        if k not in ("per_problem", "sources")}})
     return rows, found
 
 
@@ -214,15 +260,19 @@ def _pairings(specs: Sequence[DividedRow], found: Mapping[str, Any],
 
 
 # Issue 41's goal, for each trained pair: pass@1 above each of these rows with a paired 95%
-# interval excluding 0, and "both needed" in at least half of its passing samples.
+# interval excluding 0 (source-clustered, issue 53: the per-problem interval treats problems
+# that share a HumanEval source as independent), and "both needed" in at least half of its
+# passing samples.
 GOAL_AGAINST = ("single", "contract", "grpo")
 
 
 def goal_checks(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str, Any]]
                 ) -> list[dict[str, Any]]:
     """The goal checked for each trained pair that was run: each comparison at k=1 (met when
-    its interval's low end is above 0), "both needed" (met at half or more of the passing
-    samples), and the row's verdict (met only when every part is there and met)."""
+    its source-clustered interval's low end is above 0, or the per-problem one's where the
+    problems have no sources; `met_per_problem` says what the per-problem interval alone
+    would), "both needed" (met at half or more of the passing samples), and the row's
+    verdict (met only when every part is there and met)."""
     out = []
     for e in rows:
         if not (e["run"] and e["trained"] and has_helper(e["scheme"])):
@@ -231,10 +281,14 @@ def goal_checks(rows: Sequence[Mapping[str, Any]], paired: Sequence[Mapping[str,
         for against in GOAL_AGAINST:
             c = next((c for c in paired if c["row"] == e["row"] and c["against"] == against), None)
             d = next((d for d in c["per_k"] if d["k"] == 1), None) if c else None
+            cl = d.get("clustered") if d else None
+            above = bool(d and d["diff_low"] is not None and d["diff_low"] > 0)
             parts.append({"against": against, "against_method": c["against_method"] if c else against,
                           "diff": d["diff_mean"] if d else None,
                           "ci": [d["diff_low"], d["diff_high"]] if d else None,
-                          "met": bool(d and d["diff_low"] is not None and d["diff_low"] > 0)})
+                          "ci_clustered": [cl["low"], cl["high"]] if cl else None,
+                          "met_per_problem": above,
+                          "met": (cl["low"] is not None and cl["low"] > 0) if cl else above})
         both = e["profile"]["both_needed"]
         both_met = bool(both["of"]) and 2 * both["count"] >= both["of"]
         out.append({"row": e["row"], "method": _method_label(e), "against": parts,
@@ -248,6 +302,7 @@ def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
     HumanEval carry-over rows beside it."""
     rows, found = _read_rows(root, ROWS, ks)
     he_rows, he_found = _read_rows(root, HUMANEVAL_ROWS, ks)
+    sources = {s for f in found.values() for own in f["sources"].values() for s in own}
     he_pairs = [(r.key, "he-single") for r in HUMANEVAL_ROWS
                 if r.trained and r.key in he_found and "he-single" in he_found]
     paired = _pairings(ROWS, found, comparisons(list(found)), ks)
@@ -255,7 +310,8 @@ def build_table(root: Path, ks: Sequence[int] = KS) -> dict[str, Any]:
             "goal": goal_checks(rows, paired) if 1 in ks else [],
             "humaneval": {"rows": he_rows,
                           "comparisons": _pairings(HUMANEVAL_ROWS, he_found, he_pairs, ks)},
-            "interval": {"level": stats.LEVEL, "method": stats.METHOD}}
+            "interval": {"level": stats.LEVEL, "method": stats.METHOD,
+                         "clustered_method": stats.CLUSTERED_METHOD, "sources": len(sources)}}
 
 
 def _profile_cell(share: Mapping[str, Any], key: str) -> str:
@@ -279,28 +335,46 @@ def _wall(entry: Mapping[str, Any]) -> str:
     return f"{low}{wall / 60:.0f} min{many}"
 
 
+def _interval(ci: Sequence[float | None] | None, signed: bool = True) -> str:
+    return "—" if not ci else f"[{_pct(ci[0], signed)}, {_pct(ci[1], signed)}]"
+
+
 def _pass_rows(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[str]:
+    """pass@k with intervals; beside the first k's, its source-clustered interval where a
+    row has one (compose's rows; HumanEval's problems have no sources)."""
+    first = f"pass@{ks[0]}_ci_clustered"
+    clustered = any(first in e for e in rows)
     head = ["Method", *[f"Pass@{k} [95% CI]" for k in ks], "Problems × n", "Wall time"]
+    if clustered:
+        head.insert(2, f"Pass@{ks[0]} source-clustered 95% CI")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for e in rows:
         if not e["run"]:
-            lines.append("| " + " | ".join([e["method"], *["not run yet"] * len(ks), "—", "—"])
-                         + " |")
-            continue
-        lines.append("| " + " | ".join([
-            _method_label(e), *[_cell(e, k) for k in ks], f"{e['problems']} × {e.get('n') or '?'}",
-            _wall(e)]) + " |")
+            cells = [e["method"], *["not run yet"] * len(ks), "—", "—"]
+        else:
+            cells = [_method_label(e), *[_cell(e, k) for k in ks],
+                     f"{e['problems']} × {e.get('n') or '?'}", _wall(e)]
+        if clustered:
+            cells.insert(2, _interval(e.get(first), signed=False))
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
 def _paired_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = ["| Method | against | k | Δ | 95% CI | gained / lost / tied | sign test p |",
-             "|---|---|---|---|---|---|---|"]
+    """Each pairing per k; the source-clustered interval beside the per-problem one where
+    the problems have sources."""
+    clustered = any("clustered" in d for c in comparisons for d in c["per_k"])
+    head = ["Method", "against", "k", "Δ", "95% CI",
+            *(["source-clustered 95% CI"] if clustered else []), "gained / lost / tied",
+            "sign test p"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in comparisons:
         for d in c["per_k"]:
+            cl = d.get("clustered")
             lines.append("| " + " | ".join([
                 c["method"], c["against_method"], str(d["k"]), _pct(d["diff_mean"], True),
-                f"[{_pct(d['diff_low'], True)}, {_pct(d['diff_high'], True)}]",
+                _interval([d["diff_low"], d["diff_high"]]),
+                *([_interval([cl["low"], cl["high"]] if cl else None)] if clustered else []),
                 f"{d['gained']} / {d['lost']} / {d['tied']}", f"{d['p_sign']:.3g}"]) + " |")
     return lines
 
@@ -310,8 +384,13 @@ def render_markdown(table: Mapping[str, Any]) -> str:
     the trained main agents alone on HumanEval's test split."""
     ks, rows = table["ks"], table["rows"]
     lines = _pass_rows(rows, ks)
-    lines += ["", f"Percentages on `compose:test`; {100 * table['interval']['level']:.0f}% "
-              f"intervals: {table['interval']['method']}."]
+    interval = table["interval"]
+    lines += ["", f"Percentages on `compose:test`; {100 * interval['level']:.0f}% "
+              f"intervals: {interval['method']}."]
+    if interval.get("sources"):
+        lines += ["", f"Source-clustered: `compose:test`'s problems are built from "
+                  f"{interval['sources']} HumanEval problems, and two that share one are not "
+                  f"independent; the interval that says so: {interval['clustered_method']}."]
     if any(e.get("adapter_step") for e in rows):
         lines += ["", "A trained row is benched with its adapters at the step named: the "
                   "evaluation step with the highest pass@1 on `compose:val`, ties to the later "
@@ -339,14 +418,18 @@ def render_markdown(table: Mapping[str, Any]) -> str:
     if goal:
         lines += ["", "The goal, checked for each trained pair (pass@1 above the untrained single "
                   "model, the prompted contract pair and the GRPO row, each with a paired 95% "
-                  "interval above 0; \"both needed\" in at least half of the passing samples):",
+                  "interval above 0, clustered by HumanEval source where the problems have "
+                  "sources, the per-problem interval shown first; \"both needed\" in at least "
+                  "half of the passing samples):",
                   "", "| Method | " + " | ".join(f"Δ pass@1 vs {p['against_method']}"
                                          for p in goal[0]["against"])
                   + " | Both needed | Goal |", "|" + "---|" * (len(GOAL_AGAINST) + 3)]
         for g in goal:
             cells = [("—" if p["diff"] is None else
-                      f"{_pct(p['diff'], True)} [{_pct(p['ci'][0], True)}, "
-                      f"{_pct(p['ci'][1], True)}] {'met' if p['met'] else 'not met'}")
+                      f"{_pct(p['diff'], True)} {_interval(p['ci'])}"
+                      + (f", clustered {_interval(p['ci_clustered'])}"
+                         if p.get("ci_clustered") else "")
+                      + f" {'met' if p['met'] else 'not met'}")
                      for p in g["against"]]
             count, of = g["both_needed"]
             lines.append(f"| {g['method']} | " + " | ".join(cells)
