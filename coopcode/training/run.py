@@ -291,9 +291,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     started, first_step = time.time(), trainer.step
     stopped = False
     watch = CollapseWatch(config.max_new_tokens)
-    def judge_evaluations() -> bool:
+    def judge_evaluations(history: list[dict[str, Any]]) -> bool:
         """Keep the best step so far; whether validation says to stop (--patience)."""
-        found = val.evaluations(out, log.history)
+        found = val.evaluations(out, history)
         kept = val.keep(found, config.keep_step)
         if kept is not None and kept != save.kept:
             save.keep(kept)
@@ -306,9 +306,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
         if validate is not None and trainer.step == 0 and not val.evaluated_at_start(log.history):
             figures = validate(0)  # the agents before any update: the curve's start
             if figures:
-                log.log(0, figures)
+                log.log(0, {**figures, "val/kept_step": 0.0})
         if validate is not None:
-            judge_evaluations()
+            judge_evaluations(log.history)
             if save.stopped_early and trainer.step < total:
                 emit(Log(message=f"the run stopped itself at step {trainer.step}: "
                                  f"{config.patience} validations without a new best "
@@ -324,10 +324,12 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
                 figures = validate(step)
                 values.update(figures)
                 validated = bool(figures)
-            log.log(step, values, extra={"task_ids": trainer.step_task_ids})
-            if validated and judge_evaluations():
+            if validated and judge_evaluations([*log.history, {"step": step, **values}]):
                 emit(Log(message=f"stopping at step {step}: {config.patience} validations "
                                  f"without a new best val pass@1 ({flag('patience')})"))
+            if validated and save.kept is not None:  # the curve says which step is kept
+                values["val/kept_step"] = float(save.kept["step"])
+            log.log(step, values, extra={"task_ids": trainer.step_task_ids})
             for warning in watch.new(log.history):  # each kind once, when it first shows
                 emit(Log(message=f"{warning.kind}: {warning.message}", level="warning"))
             lines = ranks.in_order(ranks.gather(sample_lines(step, trainer.last_rollouts)))

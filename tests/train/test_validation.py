@@ -327,16 +327,27 @@ def test_the_tui_plots_validation_pass_at_1_as_its_own_series(process_sandbox: A
         async with app.run_test(size=(100, 30)) as pilot:
             screen: Any = app.screen
             screen.handle_event(ev.Started(job="train", total=4))
-            screen.handle_event(ev.Metric(step=0, values={"val/pass@1": 0.25}))
+            screen.handle_event(ev.Metric(step=0, values={"val/pass@1": 0.25,
+                                                          "val/kept_step": 0.0}))
             for step in (1, 2):
                 values = {"reward/mean": 1.0, "pass_rate": 0.5, "loss": 0.1}
                 if step == 2:
-                    values["val/pass@1"] = 0.5
+                    values.update({"val/pass@1": 0.5, "val/kept_step": 2.0})
                 screen.handle_event(ev.Metric(step=step, values=values))
+            screen.handle_event(ev.Progress(done=2, total=4, label="step 2/4", eta_s=10))
             await pilot.pause()
+            status.append(str(screen.query_one("#train-status").render()))
+            screen.handle_event(ev.Finished(job="train", summary={
+                "out": "checkpoints/x", "step": 3, "total_steps": 4, "stopped_early": True,
+                "kept_step": 2}))
+            await pilot.pause()
+            status.append(str(screen.query_one("#train-status").render()))
             return dict(screen.query_one("#reward-plot", PlotView).series)
 
+    status: list[str] = []
     series = asyncio.run(drive())
+    assert "val pass@1 50.0% · kept step 2" in status[0]
+    assert status[1] == "stopped itself at step 3/4 · step 2's adapters in checkpoints/x"
     assert series["val pass@1"] == [(0.0, 0.25), (2.0, 0.5)]
     assert series["pass rate"] == [(1.0, 0.5), (2.0, 0.5)]
 
@@ -408,6 +419,7 @@ def test_a_run_keeps_its_best_step_publishes_the_last_beside_it_and_stops_itself
 
     said = run()
     assert [r["step"] for r in _records(out)] == [0, 1, 2]  # stopped itself after step 2
+    assert [r["val/kept_step"] for r in _records(out)] == [0, 0, 0]  # the curve says which
     assert any(r.get("grad_norm", 0) > 0 for r in _records(out))  # it learned
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["step"] == 2 and manifest["stopped_early"] is True

@@ -229,6 +229,10 @@ class TrainScreen(JobScreen):
             se = val.get("val/pass@1_se")
             text += f" · val pass@1 {val['val/pass@1']:.1%}" + (
                 f" ± {se:.1%}" if se is not None else "")
+            kept = next((v["val/kept_step"] for _, v in reversed(self.metrics)
+                         if "val/kept_step" in v), None)
+            if kept is not None:  # the step whose adapters the run is (--keep-step)
+                text += f" · kept step {int(kept)}"
         return text
 
     def handle_event(self, event: Event) -> None:
@@ -268,9 +272,12 @@ class TrainScreen(JobScreen):
         elif isinstance(event, Finished):
             self.seen_finished = True
             summary = event.summary
-            how = "stopped" if summary.get("stopped") else "finished"
+            how = ("stopped itself" if summary.get("stopped_early") else
+                   "stopped" if summary.get("stopped") else "finished")
+            kept = summary.get("kept_step")
+            which = f"step {kept}'s adapters" if kept is not None else "adapters"
             self._status(f"{how} at step {summary.get('step')}/{summary.get('total_steps')} · "
-                         f"adapters in {summary.get('out')}")
+                         f"{which} in {summary.get('out')}")
             self.action_refresh()
 
     def _show_warnings(self) -> None:
@@ -290,6 +297,8 @@ class TrainScreen(JobScreen):
             step = "?" if run.step is None else str(run.step)
             if run.total_steps:
                 step += f"/{run.total_steps}"
+            if run.kept_step is not None:  # the adapters are a validated step's
+                step = f"{run.kept_step} of {step}"
             rows.append((run.name, run.algorithm, step, reward_text(run)))
         if rows != getattr(self, "_shown_rows", None):
             self._shown_rows = rows
