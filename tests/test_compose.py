@@ -1,6 +1,7 @@
 """The compose set (issue 40): rebuilt identically in the real Docker sandbox, every canonical
 and every canonical aux passing in the sandbox, splits disjoint by source problem; the
-contract in users' problem files; `coopcode problems list` and `problems show`."""
+contract in users' problem files; `coopcode problems list` and `problems show`; every scheme
+given the same statement of the task, aux's examples included (issue 53)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from coopcode.problems.catalog import count_tests
 from coopcode.problems.compose_build import DATA, DOC, build, jsonl
 from coopcode.problems.compose_doc import render_doc, shown_records
 from coopcode.problems.composition import rename_in_code, rename_in_words, without_doctests
-from coopcode.problems.value_types import accepts, annotation_type, join, show
+from coopcode.problems.value_types import Type, accepts, annotation_type, join, show
 from sandbox import Job, Sandbox, open_sandbox
 
 SPLITS = {"train": "fit", "val": "val", "test": "test"}
@@ -119,10 +120,77 @@ def test_doc_shows_ten_problems_and_the_counts() -> None:
         assert line in doc
 
 
+# -- the same statement for every scheme (issue 53) --------------------------------------------
+
+def test_the_prompt_states_aux_as_its_contract_does() -> None:
+    """aux's part of the prompt is the contract's docstring word for word, `>>>` examples and
+    all (what the helper's contract shows, a single agent reads); f's `>>>` examples are out;
+    the public examples (a revision's feedback) are the whole's alone, never `aux(...)`."""
+    outer_names = {p.task_id: p.entry_point for p in load_humaneval("all")}
+    with_examples = {split: 0 for split in SPLITS}
+    for split in SPLITS:
+        for p in load_compose(split):
+            assert p.contract is not None
+            aux_part = "\n".join(f"        {line}".rstrip()
+                                 for line in p.contract.docstring.splitlines())
+            assert aux_part in p.prompt, p.task_id
+            assert p.prompt.count(">>> aux(") == p.contract.docstring.count(">>> aux("), p.task_id
+            with_examples[split] += ">>> aux(" in p.prompt
+            assert f">>> {outer_names[p.sources[1]]}(" not in p.prompt, p.task_id
+            assert len(p.examples) == p.prompt.count(f">>> {p.entry_point}("), p.task_id
+            assert not any("aux" in e for e in p.examples), p.task_id
+            assert p.public_tests.count("candidate(") == len(p.examples), p.task_id
+    assert with_examples == {"train": 84, "val": 22, "test": 46}  # 152 of 307
+
+
+def test_no_scheme_shows_aux_examples_the_single_agent_is_not_shown() -> None:
+    """Every first prompt of every scheme, chat and completion: the `>>> aux(` examples it
+    shows are those the single agent's prompt shows, which are the contract's."""
+    from coopcode.engines import ScriptedEngine
+    from coopcode.schemes import PromptBook
+    from coopcode.schemes.contracts import contract_stub
+
+    def aux_examples(text: str) -> set[str]:
+        return {line.strip() for line in text.splitlines() if line.strip().startswith(">>> aux(")}
+
+    (problem,) = [p for p in load_compose("test") if p.task_id == "compose/can_arrange_of_incr_list"]
+    assert problem.contract is not None
+    contract = aux_examples(problem.contract.docstring)
+    assert contract == {">>> aux([1, 2, 3])", ">>> aux([5, 3, 5, 2, 3, 3, 9, 0, 123])"}
+    for instruct in (True, False):
+        book = PromptBook(ScriptedEngine({}, instruct=instruct))
+        single = book.first(problem, "single").text
+        assert aux_examples(single) == contract, instruct
+        shown = {"helper": book.first(problem, "helper"),
+                 "main (sequential)": book.first(problem, "main", "def aux(l):\n    return l\n"),
+                 "main (parallel)": book.first(problem, "main", knows_helper=True),
+                 "helper (contract)": book.contract_helper(problem, problem.contract),
+                 "main (contract)": book.contract_main(problem, problem.contract),
+                 "planner": book.planner(problem)}
+        for who, prompt in shown.items():
+            assert aux_examples(prompt.text) <= contract, (instruct, who)
+        # Main under `contract` reads aux's docstring twice, the same text both times: in the
+        # task and in the stub it calls (which is the helper's contract).
+        assert contract_stub(problem.contract).count(">>> aux(") == 2
+        assert shown["main (contract)"].text.count(">>> aux([1, 2, 3])") == 2
+
+
+@pytest.mark.docker
+def test_the_canonical_passes_its_public_examples(docker_sandbox: Sandbox) -> None:
+    """The feedback between turns runs the whole's examples on the entry point; aux's
+    examples, now in the prompt, are not among them, so a right program hears no failure."""
+    from coopcode.schemes.base import public_check
+
+    problems = load_compose("all")
+    jobs = [public_check(p, p.prompt + (p.canonical_solution or ""), timeout=5.0) for p in problems]
+    for p, verdict in zip(problems, docker_sandbox.run_many(jobs)):
+        assert verdict.passed and verdict.n_tests == len(p.examples), (p.task_id, verdict.status)
+
+
 # -- the parts ------------------------------------------------------------------------------
 
 def test_types_from_annotations_and_values() -> None:
-    def ann(text: str) -> object:
+    def ann(text: str) -> Type:
         return annotation_type(ast.parse(text, mode="eval").body)
 
     assert ann("List[int]") == ann("list[int]") == ann("typing.List[int]") == ("list", "int")

@@ -68,11 +68,16 @@ coopcode/problems/data/compose.jsonl; tests/test_compose.py checks that it still
 
 Each problem composes two HumanEval problems: an inner step g and an outer step f that takes
 what g returns. The entry point (`<f>_of_<g>`) takes g's parameters and returns f(g(...));
-its docstring states both steps in words (each source's own docstring, its `>>>` examples
-left out) and shows examples of the whole. Each problem carries a **contract** for the
-helper: g's signature and docstring with g renamed `aux`, g's HumanEval tests as aux's tests,
-and g's canonical body as aux's reference. So the helper has a part of its own (aux) and main
-has one (f, around aux): `sources` names them, inner first.
+its docstring states both steps and shows examples of the whole. Each problem carries a
+**contract** for the helper: g's signature and docstring with g renamed `aux`, g's HumanEval
+tests as aux's tests, and g's canonical body as aux's reference. So the helper has a part of
+its own (aux) and main has one (f, around aux): `sources` names them, inner first.
+
+Every scheme is given the same statement of the task: the docstring states aux's step in the
+contract's own words, its `>>>` examples of `aux` included (HumanEval's statement of g), so a
+single agent reads what the helper's contract and main's view of it show. f's step is its
+HumanEval docstring without its `>>>` examples (they call f on f's own inputs, not on the
+whole's); the examples of the whole stand in for them.
 
 ```
 coopcode problems list                      # every set and split, with its size
@@ -107,7 +112,9 @@ sandbox; the same bytes every time, and a test rebuilds it and compares):
   different values among them, and an f that changes g's result somewhere.
 - **Tests** of the whole are `assert candidate(x) == value` (a float within 1e-6, as
   HumanEval compares floats); up to three of them, short ones with different values (and
-  no float an exact comparison would trip on), are shown as `>>>` examples.
+  no float an exact comparison would trip on), are shown as `>>>` examples. These are the
+  problem's public examples (what a revision's feedback runs); aux's examples call `aux`, not
+  the entry point, and are never run against it.
 - Every canonical whole passes its tests and every canonical aux passes aux's, in the
   sandbox, before the file is written.
 

@@ -2,9 +2,18 @@
 
 A composition takes an inner step g and an outer step f (f takes what g returns) and writes
 a new problem: entry point `<f>_of_<g>` taking g's parameters, a docstring that states both
-steps in words (each source's own docstring, its `>>>` examples left out), examples of the
-whole, tests of the whole, a canonical solution, and the contract for the helper: g's
-signature and docstring with g's name replaced by `aux`, g's tests, g's canonical body.
+steps (g's docstring as the contract gives it, `>>>` examples and all, renamed `aux`; f's in
+words, its `>>>` examples left out), examples of the whole, tests of the whole, a canonical
+solution, and the contract for the helper: g's signature and docstring with g's name
+replaced by `aux`, g's tests, g's canonical body.
+
+Every scheme is shown the same statement of the task (issue 53): aux's part in the prompt is
+the contract's docstring word for word, so a single agent reads what the helper's contract
+and main's stub show, aux's examples included (HumanEval's own statement of the inner step,
+which a small model leans on). f's examples stay out for everyone: they call f on f's own
+inputs, not on the whole's; the whole's examples are shown instead, and they alone are the
+public examples (`aux(...)` lines are not calls of the entry point, so
+`coopcode.problems.examples` never turns them into tests of it).
 
 Pure text and `ast`: nothing here runs dataset code. The values (what g returns, what the
 whole returns) come from the sandbox (coopcode.problems.compose_build).
@@ -213,13 +222,14 @@ class Composition:
         return tuple(dict.fromkeys(self.inner.imports + self.outer.imports))
 
     def prompt(self) -> str:
-        """Imports, the signature (g's parameters, f's return annotation) and the docstring."""
+        """Imports, the signature (g's parameters, f's return annotation) and the docstring:
+        aux's contract docstring (examples kept), f's words (examples left out), then the
+        whole's examples."""
         inner, outer = self.inner, self.outer
         aux_call = f"{AUX}({', '.join(inner.param_names)})"
         param = outer.param_names[0]
         head = (f"Return {outer.name}({aux_call}): two steps, the second on the first's "
-                f"result.\n\n{aux_call}:\n"
-                f"{_indented(without_doctests(rename_in_words(inner.doc, inner.name, AUX)))}\n\n"
+                f"result.\n\n{aux_call}:\n{_indented(contract_of(inner).docstring)}\n\n"
                 f"{outer.name}({param}), with {param} = {aux_call}:\n"
                 f"{_indented(without_doctests(outer.doc))}")
         shown = [f">>> {_call(self.name, args)}\n{repr(value)}"
