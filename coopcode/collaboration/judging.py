@@ -6,11 +6,15 @@
    (`JobPlan`): the helper's code alone, each candidate function standing in for the entry
    point (`coopcode.collaboration.helper_alone`); the helper's aux against its contract's
    own tests; main with the contract's reference aux in place of the helper's; main with
-   the helper's functions replaced by stubs that raise (where they apply).
+   the helper's functions replaced by stubs that raise (where they apply). A single agent
+   on a problem with a contract is judged by the same two parts where it writes an aux
+   (at the top level or inside its entry point): its aux, lifted out, against the
+   contract's tests; its code with its aux taken out and the reference aux in its place.
 2. `judgement(written, verdicts, reward)`: the program's verdict, the pair's cooperation
    (`coopcode.written.analysis`: own work from the syntax tree, `helper_solves` from
    the helper-alone verdicts, `both_needed` from the pair, the helper alone and main
-   alone), each agent's checks (`coopcode.written.checks`), and the reward of all that
+   alone), each agent's checks (`coopcode.written.checks`, with whether each part is well
+   formed: `coopcode.written.parts`), and the reward of all that
    (and, for a reward that pays each agent its own, each agent's reward).
 `judge_all` does both for many samples with one batch of sandbox jobs. So a sample gets the
 same verdict, cooperation and reward whichever job produced it.
@@ -18,17 +22,20 @@ same verdict, cooperation and reward whichever job produced it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from coopcode.collaboration.helper_alone import helper_alone_jobs, helper_solves
 from coopcode.problems import Contract, Problem
+from coopcode.problems.contract import AUX
 from coopcode.rewards import Reward, RewardBreakdown, RewardInput, resolve_reward
 from coopcode.schemes import has_helper
 from coopcode.written.analysis import NO_HELPER, Cooperation, analyse_cooperation
 from coopcode.written.checks import NOT_CHECKED, AgentChecks
 from coopcode.written.code import prompt_context, syntax_check
 from coopcode.written.cooperation import parse_or_none, top_functions
+from coopcode.written.parts import CUT, lift, names_bound, part_fault, without
 from sandbox import Job, Sandbox, Verdict
 
 STUB_BODY = "    raise NotImplementedError('the helper was replaced by a stub')\n"
@@ -38,7 +45,8 @@ STUB_BODY = "    raise NotImplementedError('the helper was replaced by a stub')\
 class Written:
     """What one sample's agents wrote, ready to be judged. `contract` is the contract the
     helper implemented (the problem's under the `contract` scheme, main's own under `plan`;
-    None where the helper wrote what it chose)."""
+    None where the helper wrote what it chose). `cut`: the roles whose last output ran out
+    of tokens (`cut_roles`); their parts are not well formed."""
 
     problem: Problem
     scheme: str
@@ -46,6 +54,14 @@ class Written:
     helper_code: str = ""
     program: str = ""  # the combined program the sandbox runs
     contract: Contract | None = None
+    cut: frozenset[str] = frozenset()
+
+
+def cut_roles(finishes: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The roles whose last output, of (role, finish reason) in the order written, was cut
+    at the token budget."""
+    last = dict(finishes)
+    return frozenset(role for role, reason in last.items() if reason == CUT)
 
 
 @dataclass(frozen=True)
@@ -94,6 +110,11 @@ def _functions(code: str) -> list[str]:
     return list(top_functions(module)) if module is not None else []
 
 
+def single_contract(written: Written) -> Contract | None:
+    """The contract a single agent's own aux is judged by: its problem's (None for a pair)."""
+    return None if has_helper(written.scheme) else written.contract or written.problem.contract
+
+
 @dataclass(frozen=True)
 class JobPlan:
     """A sample's sandbox jobs, in order: the program, then (a pair) the helper alone
@@ -109,6 +130,8 @@ class JobPlan:
 def plan_jobs(written: Written, timeout: float) -> JobPlan:
     p = written.problem
     jobs = [Job(program=written.program, tests=p.tests, entry_point=p.entry_point, timeout=timeout)]
+    if single_contract(written) is not None:
+        return _single_plan(written, jobs, timeout)
     if not _pair(written):
         return JobPlan(jobs)
     alone = helper_alone_jobs(p, written.helper_code, timeout)
@@ -129,6 +152,27 @@ def plan_jobs(written: Written, timeout: float) -> JobPlan:
     return JobPlan(jobs, len(alone), has_tests, reference is not None, True)
 
 
+def _single_plan(written: Written, jobs: list[Job], timeout: float) -> JobPlan:
+    """A single agent's two parts, where it wrote an aux: its aux (lifted out of its entry
+    point where it is nested there) on the contract's tests, and its code without its aux
+    and with the reference aux, on the problem's tests."""
+    p, contract = written.problem, single_contract(written)
+    assert contract is not None
+    aux_alone = lift(written.main_code, contract.entry_point, p.entry_point)
+    if aux_alone is None:
+        return JobPlan(jobs)
+    context, has_tests = _context(written), bool(contract.tests.strip())
+    if has_tests:
+        jobs.append(Job(program=_program(context, aux_alone), tests=contract.tests,
+                        entry_point=contract.entry_point, timeout=timeout))
+    reference = contract.program
+    if reference is not None:
+        own = without(written.main_code, contract.entry_point, p.entry_point)
+        jobs.append(Job(program=_program(context, reference, own), tests=p.tests,
+                        entry_point=p.entry_point, timeout=timeout))
+    return JobPlan(jobs, contract=has_tests, reference=reference is not None)
+
+
 def sample_jobs(written: Written, timeout: float) -> list[Job]:
     """The hidden-test job of the program, then (pairs) each agent judged on its own."""
     return plan_jobs(written, timeout).jobs
@@ -138,21 +182,61 @@ def _parses(code: str) -> bool:
     return syntax_check(code)[0]
 
 
+def _names_around(written: Written) -> set[str]:
+    """The names the program defines around an agent's code: the problem's imports and given
+    functions, the contract's imports."""
+    module = parse_or_none(_context(written))
+    return names_bound(module) if module is not None else set()
+
+
+def _helper_names(code: str) -> set[str]:
+    """The names a helper's code defines; its `def` lines where it does not parse (main is
+    not charged for the helper's syntax error)."""
+    module = parse_or_none(code)
+    if module is not None:
+        return names_bound(module)
+    return set(re.findall(r"^[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)", code, re.M))
+
+
+def well_formed(written: Written) -> tuple[bool | None, bool]:
+    """Whether the helper's part and main's are well formed (`coopcode.written.parts`). A
+    single agent's helper part is its aux (None on a problem without a contract)."""
+    p, around = written.problem, _names_around(written)
+    main_cut = bool(written.cut & {"main", "single"})
+    if not has_helper(written.scheme):
+        contract = single_contract(written)
+        main = not part_fault(written.main_code, p.entry_point, around=around, cut=main_cut)
+        if contract is None:
+            return None, main
+        return not part_fault(written.main_code, contract.entry_point, inside=p.entry_point,
+                              around=around, cut=main_cut), main
+    aux = written.contract.entry_point if written.contract is not None else AUX
+    helper = not part_fault(written.helper_code, aux, around=around,
+                            cut="helper" in written.cut)
+    main = not part_fault(written.main_code, p.entry_point, cut=main_cut,
+                          around=around | _helper_names(written.helper_code) | {aux})
+    return helper, main
+
+
 def agent_checks(written: Written, plan: JobPlan, verdicts: Sequence[Verdict]) -> AgentChecks:
     """What the jobs after the helper-alone ones found (see `coopcode.written.checks`)."""
-    if not has_helper(written.scheme):
-        return AgentChecks(main_parses=_parses(written.main_code))
     at = 1 + plan.alone
     contract = reference = None
     if plan.contract:
         contract, at = round(verdicts[at].pass_fraction, 6), at + 1
     if plan.reference:
         reference, at = round(verdicts[at].pass_fraction, 6), at + 1
+    helper_ok, main_ok = well_formed(written)
+    if not has_helper(written.scheme):
+        return AgentChecks(main_parses=_parses(written.main_code), helper_contract=contract,
+                           main_with_reference=reference, helper_well_formed=helper_ok,
+                           main_well_formed=main_ok)
     # No helper code at all: main is alone already.
     stub = verdicts[at].passed if plan.stub else verdicts[0].passed
     return AgentChecks(helper_parses=_parses(written.helper_code),
                        main_parses=_parses(written.main_code), helper_contract=contract,
-                       main_with_reference=reference, main_with_stub=stub)
+                       main_with_reference=reference, main_with_stub=stub,
+                       helper_well_formed=helper_ok, main_well_formed=main_ok)
 
 
 def reward_input(written: Written, verdict: Verdict, cooperation: Cooperation,

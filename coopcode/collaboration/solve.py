@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from coopcode.collaboration.judging import Judgement, Written, judgement, sample_jobs
+from coopcode.collaboration.judging import Judgement, Written, cut_roles, judgement, sample_jobs
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.collaboration.solve_config import SolveConfig
 from coopcode.core.events import (
@@ -74,7 +74,8 @@ def written(problem: Problem, attempt: Attempt) -> Written:
     """What an attempt's agents wrote, for the judging path."""
     return Written(problem, attempt.scheme, attempt.main_code, attempt.helper_code,
                    attempt.program.text if attempt.program else "",
-                   scheme_contract(problem, attempt.scheme, attempt.contract))
+                   scheme_contract(problem, attempt.scheme, attempt.contract),
+                   cut_roles((o.role, o.finish_reason) for o in attempt.outputs))
 
 
 def final_jobs(problem: Problem, attempt: Attempt, timeout: float) -> list[Job]:

@@ -39,8 +39,9 @@ class RewardInput:
     `analysis` is the pair's cooperation as the judging path found it (with `helper_solves`
     from running the helper alone); without it, `cooperation` is read from the code alone
     (`helper_solves` None). `checks` is each agent's code judged on its own
-    (`coopcode.written.checks`: parses alone, aux's contract tests, main with the reference
-    aux, main with a stub helper).
+    (`coopcode.written.checks`: parses alone, each part well formed, aux's contract tests,
+    main with the reference aux, main with a stub helper; for a single agent on a problem
+    with a contract, its own aux and its entry point with the reference aux).
     """
 
     verdict: Verdict

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 PATTERNS = ("ignored", "wrapper", "fallback", "decorator", "coordinator", "strategy-filter")
 # The patterns where main does more with the helper than return its result.
@@ -74,15 +74,20 @@ def main_scope(main: ast.Module, helpers: set[str], entry_point: str) -> list[as
         entry = next(iter(own.values()))  # records from before entry points were recorded
     if entry is None:
         return [main]
-    seen, todo = [entry], [entry]
+    return reached(entry, own)
+
+
+def reached(start: ast.AST, functions: Mapping[str, ast.AST]) -> list[ast.AST]:
+    """`start` and the `functions` (name -> def) it calls, and those they call, in turn."""
+    seen, todo = [start], [start]
     while todo:
         for node in ast.walk(todo.pop()):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                fn = own.get(node.func.id)
+                fn = functions.get(node.func.id)
                 if fn is not None and fn not in seen:
                     seen.append(fn)
                     todo.append(fn)
-    return list(seen)
+    return seen
 
 
 def _names(node: ast.AST) -> set[str]:

@@ -50,7 +50,7 @@ _PLAIN = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast
 
 # -- a fallback that can never run ------------------------------------------------------------
 
-def _own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
+def own_nodes(fn: ast.AST) -> Iterable[ast.AST]:
     """The nodes of a function, not those of the functions and lambdas inside it."""
     todo = list(ast.iter_child_nodes(fn))
     while todo:
@@ -76,13 +76,13 @@ def _ends(body: list[ast.stmt]) -> bool:
                                          and all(_ends(h.body) for h in last.handlers))
     if isinstance(last, ast.While):  # `while True:` without break leaves only by return
         return (isinstance(last.test, ast.Constant) and last.test.value is True
-                and not any(isinstance(n, ast.Break) for n in _own_nodes(last)))
+                and not any(isinstance(n, ast.Break) for n in own_nodes(last)))
     return False
 
 
 def never_returns_none(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether a helper function plainly never returns None (see the module doc)."""
-    own = list(_own_nodes(fn))
+    own = list(own_nodes(fn))
     if any(isinstance(n, ast.Yield | ast.YieldFrom) for n in own):
         return True
     if isinstance(fn, ast.AsyncFunctionDef):

@@ -144,7 +144,7 @@ def _returns_value(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
                or isinstance(n, ast.Yield | ast.YieldFrom) for n in ast.walk(fn))
 
 
-def _bound_names(module: ast.Module) -> set[str]:
+def bound_names(module: ast.Module) -> set[str]:
     """Names main's code binds itself: functions (at any depth), assignments, imports."""
     out: set[str] = set()
     for node in ast.walk(module):
@@ -226,7 +226,7 @@ def analyse_use(helper_code: str, main_code: str, entry_point: str = "") -> Help
     if entry is None and not entry_point and len(main_funcs) == 1:
         entry = next(iter(main_funcs.values()))
     trivial = tuple(n for n, fn in helpers.items() if is_trivial(fn))
-    bound = _bound_names(main_mod)
+    bound = bound_names(main_mod)
     redefined = tuple(n for n in helpers if n in bound)
     live = {n for n in helpers if n not in trivial and n not in redefined}
     counter = _Uses(main_scope(main_mod, set(helpers), entry_point), live)
