@@ -244,3 +244,25 @@ def test_grpo_rollouts_pay_a_single_agent_both_parts(problem: Problem, sb: Sandb
     discounted_returns(node, cfg.gamma)
     assign_advantages(node)
     assert sorted(s.ret for s in node.samples["single"]) == [1.1, 2.2]
+
+
+def test_the_training_scorer_tells_the_reward_which_completion_was_cut(problem: Problem,
+                                                                       sb: Sandbox) -> None:
+    """A rollout's completion that stopped at the token budget (its finish reason) loses its
+    syntax credit in training as in solve and bench: the trainer's scorer passes it on."""
+    from coopcode.training.rollout import ExecutionScorer
+    from coopcode.training.tree import JointAction, Node, Sample
+
+    code = single(problem)
+    program = combine(problem.prompt, problem.entry_point, "", code).text
+    scorer = ExecutionScorer(sb, get_reward("own"), 5.0, scheme="single")
+    scored = []
+    for finish in ("stop", "length"):
+        node = Node(turn=1, samples={"single": [Sample("single", 0, code=code,
+                                                      finish_reason=finish)]},
+                    actions=[JointAction({"single": 0}, program=program)])
+        (found,) = scorer([(problem, node.actions[0], node)])
+        scored.append(dict(found.reward))
+    assert scored[0]["helper_syntax"] == scored[0]["main_syntax"] == 0.1
+    assert scored[1]["helper_syntax"] == scored[1]["main_syntax"] == 0.0
+    assert scored[1]["main_tests"] == scored[0]["main_tests"] == 1.0

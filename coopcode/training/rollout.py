@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from coopcode.collaboration.judging import Written, judge_all
+from coopcode.collaboration.judging import Written, cut_roles, judge_all
 from coopcode.collaboration.sampling import sampling_params
 from coopcode.collaboration.scheduler import SampleSpec, Scheduler
 from coopcode.engines import Engine
@@ -92,9 +92,11 @@ class ExecutionScorer:
         written = []
         for p, a, node in items:
             codes = {r: node.samples[r][i].code for r, i in a.members.items()}
+            # a part cut at the token budget earns no syntax credit (`own`)
+            cut = cut_roles((r, node.samples[r][i].finish_reason) for r, i in a.members.items())
             written.append(Written(p, self.scheme, codes[main_role(codes)],
                                    codes.get("helper", ""), a.program,
-                                   scheme_contract(p, self.scheme, a.contract)))
+                                   scheme_contract(p, self.scheme, a.contract), cut))
         return [Scored(j.reward, j.verdict.passed, j.verdict, j.cooperation, j.agent_rewards)
                 for j in judge_all(written, self.sandbox, self.reward, self.timeout)]
 
