@@ -195,3 +195,20 @@ def test_sigkill_with_30_samples_in_flight_then_rerun(tmp_path: Path, tiny_model
     # The killed session added no time to wall_seconds, and meta.json says so.
     metas = [json.loads((out / "meta.json").read_text()) for out in (killed, reference)]
     assert [(m["sessions"], m["timed_sessions"]) for m in metas] == [(2, 1), (1, 1)]
+
+
+def test_a_bench_does_not_resume_on_problems_whose_text_changed(tmp_path: Path,
+                                                                process_sandbox: object) -> None:
+    """A set rebuilt with other text (the compose prompts gained aux's examples) is another
+    set: a bench begun on the old text is refused, not continued with a mix of the two."""
+    import dataclasses
+
+    problems = load_problems(str(EXAMPLES / "is_palindrome.py"))
+    run_bench(BenchConfig(ks=(1,), n=1), problems, ScriptedEngine(good_script), process_sandbox,
+              tmp_path)
+    reworded = [dataclasses.replace(p, prompt=p.prompt + "    # reworded\n") for p in problems]
+    with pytest.raises(UserError, match="other settings .*problems"):
+        run_bench(BenchConfig(ks=(1,), n=2), reworded, ScriptedEngine(good_script),
+                  process_sandbox, tmp_path)
+    run_bench(BenchConfig(ks=(1,), n=2), problems, ScriptedEngine(good_script), process_sandbox,
+              tmp_path)  # the same text resumes

@@ -74,6 +74,18 @@ def prompt_fingerprint(schemes: tuple[str, ...] | list[str] = ()) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
+def problems_fingerprint(problems: list[Problem]) -> str:
+    """A hash of what the agents are given and judged on (each problem's prompt, entry point,
+    tests, public examples and contract): a set rebuilt with other text is another set, so a
+    bench begun on it does not resume on the new one and mix the two."""
+    digest = hashlib.sha256()
+    for p in problems:
+        digest.update(json.dumps([p.task_id, p.prompt, p.entry_point, p.tests, list(p.examples),
+                                  p.contract.to_dict() if p.contract else None],
+                                 sort_keys=True).encode())
+    return digest.hexdigest()[:16]
+
+
 def versions() -> dict[str, str]:
     import importlib.metadata as md
 
@@ -262,6 +274,7 @@ def _pin_meta(store: ResultsStore, config: BenchConfig, problems: list[Problem],
         "seed": config.seed,
         "turns": config.turns,
         "prompts": prompt_fingerprint(config.schemes),
+        "problems": problems_fingerprint(problems),
     }
     if engine.deterministic:  # only when set, so runs made before the option still resume
         identity["deterministic"] = True
@@ -426,12 +439,13 @@ def finished_summary(config: BenchConfig, problems: list[Problem], out: Path, *,
               "top_p": config.top_p, "max_new_tokens": config.max_new_tokens,
               "seed": config.seed, "turns": config.turns,
               "prompts": prompt_fingerprint(config.schemes)}
+    todo = problems[: config.limit] if config.limit else problems
+    wanted["problems"] = problems_fingerprint(todo)
     if any(identity.get(k) != v for k, v in wanted.items()):
         return None
     as_saved = json.loads(json.dumps(asdict(config), default=str))  # tuples read back as lists
     if bool(identity.get("deterministic")) != deterministic or meta.get("config") != as_saved:
         return None
-    todo = problems[: config.limit] if config.limit else problems
     if any((s, p.task_id, i) not in keys for s in config.schemes for p in todo
            for i in range(config.n)):
         return None
