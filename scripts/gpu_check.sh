@@ -189,9 +189,8 @@ export COOPCODE_TINY_MODEL="$TINY"
 # cuda-tests: what the suite marks as needing CUDA, from the files that use the mark. From
 # the checkout's root, as the suite is run (its tests import `tests.` helpers), so the
 # checkout's coopcode comes first here (the wheel's source; the carried packages under it).
-# Only those files: tests/tui is a package named `tui` that shadows the real one, which only
-# an editable install papers over. Only the plugin the suite needs: the machine's own pytest
-# plugins are for its own pytest.
+# Only those files: the rest of the suite is the CPU's. Only the plugin the suite needs: the
+# machine's own pytest plugins are for its own pytest.
 CUDA_FILES=$(cd "$REPO" && grep -rlE 'pytest\.mark\.cuda' tests --include='test_*.py' | sort)
 PYTEST=(env -C "$REPO" PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 "$BASE_PY" -m pytest -p pytest_timeout
         -p no:cacheprovider -q -m cuda $CUDA_FILES)

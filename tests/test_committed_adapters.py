@@ -1,7 +1,7 @@
 """The adapter runs committed in checkpoints/ load where users load them, onto the embedded
 0.5B model: every run in one process, the base loaded once and each run's adapters put on it
 in turn (as the TUI's Agents screen does when only the adapters change:
-tests/tui/test_agents_committed.py), and `coopcode solve` from the command line with a pair
+tests/tui_app/test_agents_committed.py), and `coopcode solve` from the command line with a pair
 and with a GRPO run."""
 
 from __future__ import annotations

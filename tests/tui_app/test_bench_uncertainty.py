@@ -9,7 +9,7 @@ from pathlib import Path
 from coopcode.core import events as ev
 from coopcode.evaluation.compare import summarize_folder
 from tests.test_compare import A_COUNTS, B_COUNTS, TASKS, make_run
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 
 
 def bench_run(folder: Path, counts: list[int]) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.cli_helpers import REPO
 from tests.test_committed_adapters import _roles, committed_runs
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.session import AgentsSpec, default_engine_factory
 
 pytestmark = [pytest.mark.slow, pytest.mark.model]

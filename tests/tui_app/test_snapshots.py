@@ -1,6 +1,6 @@
 """SVG snapshots of every screen at fixed sizes (pytest-textual-snapshot).
 
-Update after an intended change with `pytest tests/tui/test_snapshots.py --snapshot-update`
+Update after an intended change with `pytest tests/tui_app/test_snapshots.py --snapshot-update`
 and look at the SVGs in `__snapshots__/` before committing them.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from coopcode.core import events as ev
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.widgets.agent_pane import AgentPane
 
 SIZE = (80, 24)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.demo import demo_engine
 from tui.widgets.results import TestsTable
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual import events
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 
 
 def typed_ahead(app, *keys: str) -> None:

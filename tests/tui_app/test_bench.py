@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.session import AgentsSpec
 
 

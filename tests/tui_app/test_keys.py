@@ -8,7 +8,7 @@ import sys
 from textual import events
 from textual.widgets import Input, TextArea
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.screens.keys import KeysScreen
 
 

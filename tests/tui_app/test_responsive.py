@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.session import AgentsSpec, default_engine_factory
 from tui.widgets.agent_pane import AgentPane
 

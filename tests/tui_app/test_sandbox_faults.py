@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.widgets.results import TestsTable
 
 SLOW = "\nimport time\ntime.sleep(1.5)  # long enough to be killed mid-run\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.session import AgentsSpec, default_engine_factory
 
 

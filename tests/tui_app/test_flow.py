@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.tui.conftest import SteppedEngine, wait_until
+from tests.tui_app.conftest import SteppedEngine, wait_until
 from tui.demo import _answer
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.results import TestsTable

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from coopcode.core import events as ev
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.session import AgentsSpec
 from tui.widgets.plot import PlotView
 

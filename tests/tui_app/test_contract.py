@@ -14,8 +14,8 @@ from typing import Any
 from coopcode import load_problems
 from coopcode.core import events as ev
 from coopcode.schemes.contracts import contract_stub
-from tests.tui.conftest import SteppedEngine, wait_until
-from tests.tui.test_config_forms import parsed
+from tests.tui_app.conftest import SteppedEngine, wait_until
+from tests.tui_app.test_config_forms import parsed
 from tui.demo import _answer
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.contract_pane import ContractPane

@@ -13,7 +13,7 @@ from coopcode.cli import app as cli_app
 from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.settings.options import config_from_cli, form_options, options
 from coopcode.training.config import TrainConfig
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 
 
 def parsed(argv: list[str]) -> Any:

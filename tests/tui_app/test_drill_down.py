@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.widgets import TextArea
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.screens.samples import SamplesScreen, read_samples
 from tui.widgets.marked_program import line_authors
 

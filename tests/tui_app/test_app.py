@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tests.tui.conftest import wait_until
+from tests.tui_app.conftest import wait_until
 from tui.jobs import ChildJob
 from tui.widgets.agent_pane import AgentPane
 
