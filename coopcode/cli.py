@@ -522,7 +522,7 @@ def _mount_optional() -> None:
         pass
     else:
         app.add_typer(sandbox_app, name="sandbox", help="The sandbox: build the image, status, run a file.")
-    for module in ("coopcode.problems.cli", "coopcode.training.cli", "tui.cli"):
+    for module in ("coopcode.problem_sets.cli", "coopcode.training.cli", "tui.cli"):
         try:
             part = importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -15,10 +15,10 @@ import pytest
 from cli_helpers import assert_refused, coopcode
 
 from coopcode.core.errors import ProblemError
+from coopcode.problem_sets.catalog import count_tests
+from coopcode.problem_sets.compose_build import DATA, DOC, MAX_USES, build, jsonl
+from coopcode.problem_sets.compose_doc import render_doc, shown_records
 from coopcode.problems import Problem, load_compose, load_humaneval, load_problems
-from coopcode.problems.catalog import count_tests
-from coopcode.problems.compose_build import DATA, DOC, build, jsonl
-from coopcode.problems.compose_doc import render_doc, shown_records
 from coopcode.problems.composition import rename_in_code, rename_in_words, without_doctests
 from coopcode.problems.value_types import Type, accepts, annotation_type, join, show
 from sandbox import Job, Sandbox, open_sandbox
@@ -44,7 +44,7 @@ def test_rebuild_is_identical_to_the_committed_file(docker_sandbox: Sandbox) -> 
     is the one written from them."""
     records = build(docker_sandbox)
     assert jsonl(records) == DATA.read_text(encoding="utf-8")
-    assert render_doc(records) == DOC.read_text(encoding="utf-8")
+    assert render_doc(records, MAX_USES) == DOC.read_text(encoding="utf-8")
 
 
 def test_sizes_and_splits_disjoint_by_source() -> None:

@@ -1,4 +1,4 @@
-"""Build the `compose` problem set from HumanEval: `python -m coopcode.problems.compose_build`.
+"""Build the `compose` problem set from HumanEval: `python -m coopcode.problem_sets.compose_build`.
 
 Every value comes from running the canonical solutions in the sandbox (never in this
 process): the sandbox returns verdicts, not values, so each input is a test case
@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coopcode.problem_sets.compose_doc import render_doc
+from coopcode.problems.compose import DATA
 from coopcode.problems.composition import (
     Composition,
     Source,
@@ -53,9 +55,8 @@ from coopcode.problems.value_types import (
     refine,
     value_type,
 )
-from sandbox import Job, Sandbox, TestRecord
+from sandbox import Job, Sandbox, TestRecord, open_sandbox
 
-DATA = Path(__file__).resolve().parent / "data" / "compose.jsonl"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "compose.md"
 
 SALT = "coopcode-compose-v1:"
@@ -380,8 +381,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--doc", type=Path, default=DOC, help="the Markdown page to write")
     parser.add_argument("--sandbox", default="docker", help="docker (default) or process")
     args = parser.parse_args(argv)
-    from coopcode.problems.compose_doc import render_doc
-    from sandbox import open_sandbox
 
     def say(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -389,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open_sandbox(args.sandbox) as sb:
         records = build(sb, say)
     args.out.write_text(jsonl(records), encoding="utf-8")
-    args.doc.write_text(render_doc(records), encoding="utf-8")
+    args.doc.write_text(render_doc(records, MAX_USES), encoding="utf-8")
     counts = Counter(r["split"] for r in records)
     say(f"wrote {args.out} ({', '.join(f'{s} {counts[s]}' for s in SPLIT_SOURCES)}) and {args.doc}")
     return 0

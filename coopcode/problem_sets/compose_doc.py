@@ -33,8 +33,8 @@ def _count_asserts(tests: str) -> int:
     return sum(1 for line in tests.splitlines() if line.strip().startswith("assert "))
 
 
-def render_doc(records: Sequence[dict[str, Any]]) -> str:
-    """The page, from the records of compose.jsonl."""
+def render_doc(records: Sequence[dict[str, Any]], max_uses: int) -> str:
+    """The page, from the records of compose.jsonl and the build's limit on a source's uses."""
     rows = []
     for split, source in (("train", "fit"), ("val", "val"), ("test", "test")):
         mine = [r for r in records if r["split"] == split]
@@ -42,10 +42,8 @@ def render_doc(records: Sequence[dict[str, Any]]) -> str:
         tests = sum(_count_asserts(r["test"]) for r in mine)
         rows.append(f"| `compose:{split}` | {len(mine)} | `humaneval:{source}` | {len(steps)} | "
                     f"{tests / max(1, len(mine)):.1f} |")
-    from coopcode.problems.compose_build import MAX_USES
-
     parts = [HEAD, "| split | problems | steps drawn from | HumanEval problems used | tests per problem |",
-             "|---|---|---|---|---|", *rows, f"| all | {len(records)} | | | |", "", BODY.format(uses=MAX_USES)]
+             "|---|---|---|---|---|", *rows, f"| all | {len(records)} | | | |", "", BODY.format(uses=max_uses)]
     for r in shown_records(records):
         contract = _contract(r)
         parts += [f"### `{r['task_id']}` ({r['split']})", "",
@@ -63,7 +61,7 @@ def render_doc(records: Sequence[dict[str, Any]]) -> str:
 
 HEAD = """# The `compose` problem set: a problem where the work divides
 
-<!-- Written by `python -m coopcode.problems.compose_build` from
+<!-- Written by `python -m coopcode.problem_sets.compose_build` from
 coopcode/problems/data/compose.jsonl; tests/test_compose.py checks that it still matches. -->
 
 Each problem composes two HumanEval problems: an inner step g and an outer step f that takes
@@ -93,7 +91,7 @@ of a test problem). A step may appear in several problems of its split, at most 
 as the inner step and {uses} times as the outer one, pairs taken in a fixed sha256 order, so
 the set stays varied; `compose:val` is small because its 30 sources allow few pairs.
 
-How it is built (`python -m coopcode.problems.compose_build`, about 10 s with a warm Docker
+How it is built (`python -m coopcode.problem_sets.compose_build`, about 10 s with a warm Docker
 sandbox; the same bytes every time, and a test rebuilds it and compares):
 
 - **Types.** f must have one required parameter whose type takes g's return type. Types come

@@ -29,7 +29,7 @@ def problems_list(as_json: JsonOutput) -> None:
     `--json` keys: name, size, description.
     """
     from coopcode.display.listing import print_listing, writes_to_terminal
-    from coopcode.problems.catalog import problem_sets
+    from coopcode.problem_sets.catalog import problem_sets
 
     sets = problem_sets()
     if as_json.as_json:
@@ -57,8 +57,8 @@ def problems_show(
     n_examples.
     """
     from coopcode.display.listing import print_listing
+    from coopcode.problem_sets.catalog import problem_summary
     from coopcode.problems import load_problems
-    from coopcode.problems.catalog import problem_summary
 
     summaries = [problem_summary(p) for p in load_problems(problem_set)]
     if as_json.as_json:
