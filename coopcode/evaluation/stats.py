@@ -31,6 +31,15 @@ claim judged by it should never be easier to make than by the per-problem interv
 from none to three times the problem's own noise, it covered the truth in 93.5-97.5% of them
 (the per-problem interval: 58-96%); tests/test_stats.py keeps a smaller run of that simulation.
 
+Where every per-problem estimate is the same (pass@1 0% or 100% over a few problems), the
+standard error is 0 and the t interval would collapse to a point, `[0.00, 0.00]`: a certainty
+3 problems cannot give. There the interval is the exact one for what was seen (`all_alike`):
+with values in [lo, hi] all equal to c on m problems, the share q of problems whose value is
+not c is at most 1 - (alpha/2)^(1/m) with 1 - alpha/2 confidence (Clopper-Pearson for 0 of m;
+the "rule of three" is its one-sided cousin), so the mean lies in [c - (c - lo) * u,
+c + (hi - c) * u]. pass@1 0% on 3 problems: [0, 70.8%]; on 40: [0, 8.8%]. It is conservative
+(one bound stands for both sides) and never narrower than the data allows.
+
 scipy would give the t quantile in one call; the closed forms below are ~40 lines and keep
 a 100 MB dependency out of an evaluation tool (STYLE.md: "the closed forms are short").
 """
@@ -127,9 +136,20 @@ class Estimate:
                 "problems": self.problems}
 
 
+def all_alike(value: float, m: int, *, level: float = LEVEL,
+              bounds: tuple[float, float] = (0.0, 1.0)) -> tuple[float, float]:
+    """The interval for a mean when all m per-problem estimates equal `value` (the t
+    interval's width is 0 there): exact, from the share of problems that could differ
+    unseen (Clopper-Pearson's bound for 0 of m, at (1 - level) / 2), see the module doc."""
+    lo, hi = bounds
+    u = 1.0 - ((1.0 - level) / 2.0) ** (1.0 / m)
+    return max(lo, value - (value - lo) * u), min(hi, value + (hi - value) * u)
+
+
 def mean_interval(values: Sequence[float], *, level: float = LEVEL,
                   bounds: tuple[float, float] = (0.0, 1.0)) -> Estimate:
-    """Mean, standard error and t interval of per-problem estimates, clipped to `bounds`."""
+    """Mean, standard error and t interval of per-problem estimates, clipped to `bounds`
+    (all alike: the exact interval of `all_alike`, never a point)."""
     m = len(values)
     if m == 0:
         raise ValueError("no problems to estimate over")
@@ -138,6 +158,8 @@ def mean_interval(values: Sequence[float], *, level: float = LEVEL,
         return Estimate(mean, None, None, None, m)
     var = math.fsum((v - mean) ** 2 for v in values) / (m - 1)
     se = math.sqrt(var / m)
+    if se == 0.0:
+        return Estimate(mean, se, *all_alike(mean, m, level=level, bounds=bounds), m)
     half = t_quantile(m - 1, level) * se
     low, high = max(bounds[0], mean - half), min(bounds[1], mean + half)
     return Estimate(mean, se, low, high, m)
@@ -203,6 +225,8 @@ def clustered_mean_interval(values: Sequence[float], clusters: Sequence[Sequence
     g = len({c for own in clusters for c in own})
     if got is None or plain.se is None:
         return ClusteredEstimate(plain.mean, None, None, None, plain.problems, g)
+    if plain.se == 0.0:  # all alike: the per-problem interval is exact already (never wider)
+        return ClusteredEstimate(plain.mean, 0.0, plain.low, plain.high, plain.problems, g)
     se = max(got[0], plain.se)
     half = t_quantile(g - 1, level) * se
     return ClusteredEstimate(plain.mean, se, max(bounds[0], plain.mean - half),
@@ -279,6 +303,8 @@ def pooled_rate(counts: Sequence[tuple[int, int]], *, level: float = LEVEL) -> E
         return Estimate(rate, None, None, None, m)
     var = m / (m - 1) * math.fsum((h - rate * n) ** 2 for h, n in kept) / total ** 2
     se = math.sqrt(var)
+    if se == 0.0:  # every problem at the same share: not a certainty over m problems
+        return Estimate(rate, se, *all_alike(rate, m, level=level), m)
     half = t_quantile(m - 1, level) * se
     return Estimate(rate, se, max(0.0, rate - half), min(1.0, rate + half), m)
 
