@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import importlib
 import os
+import reprlib
 import select
 import socket
 import time
@@ -67,6 +68,9 @@ class Judge:
         # python3's module level or one deeper, inside `check`, there.
         self.step_depth = 0
         self.step_in_check = False
+        # The running case's last call into the program and what it returned: a failed
+        # `assert candidate(x) == y` then says what candidate(x) was (issue 55).
+        self.last_call: tuple[str, tuple[Any, ...], dict[str, Any], Any] | None = None
 
     # ------------------------------------------------------------ talking to the child
 
@@ -142,9 +146,11 @@ class Judge:
         reply = self.request(payload)
         if "ok" in reply:
             try:
-                return decode_value(reply["ok"])
+                value = decode_value(reply["ok"])
             except ProtocolError as e:
                 return self._die(f"the program broke the protocol: {e}")
+            self.last_call = (name, args, kwargs, value)
+            return value
         if "raise" in reply:
             raise program_exception(*_triple(reply["raise"]), base=_base_of(reply["raise"]))
         if "unsupported" in reply:
@@ -263,12 +269,13 @@ class Judge:
         start = time.perf_counter()
         gone_before = self.gone
         status, message, kind = "passed", "", ""
+        self.last_call = None
         try:
             self._exec_step(source, ns)
         except ChildGone:
             status, message, kind = "error", self.gone, "ProgramDied"
         except AssertionError as e:
-            status, message = "failed", _short(e) or "assertion failed"
+            status, message = "failed", _short(e) or _returned(self.last_call) or "assertion failed"
         except BaseException as e:
             status, message, kind = "error", _short(e), exception_name(e)
         if self.gone != gone_before and status != "error":  # died, and the test hid it
@@ -382,6 +389,22 @@ def _triple(x: Any) -> tuple[str, str, Any]:
 
 def _error_field(x: Any) -> list[Any] | None:
     return list(_triple(x)) if x is not None else None
+
+
+# Bounded reprs: a returned list of a million items is said in a line, not a megabyte.
+_REPR = reprlib.Repr()  # Python 3.11's Repr takes no arguments: set after
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxtuple, _REPR.maxdict, _REPR.maxset = 4, 8, 8, 6, 6
+_REPR.maxstring, _REPR.maxlong, _REPR.maxother = 60, 40, 60
+
+
+def _returned(call: tuple[str, tuple[Any, ...], dict[str, Any], Any] | None) -> str:
+    """`candidate([1.0, 2.0], 0.3) returned False`: the last call of a failed case and its
+    value (decoded builtins, so their repr is the builtin's own), or ''."""
+    if call is None:
+        return ""
+    name, args, kwargs, value = call
+    shown = [_REPR.repr(a) for a in args] + [f"{k}={_REPR.repr(v)}" for k, v in kwargs.items()]
+    return _short(f"{name}({', '.join(shown)}) returned {_REPR.repr(value)}")
 
 
 def _short(x: object) -> str:
