@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Bench a finished final run once, at the step it kept (its run folder's helper/ and main/),
+# as the baselines were benched (n=10, T=0.8), each resumable (rerun to continue):
+#   - compose:test with the trained agents (the pair under `contract`, GRPO's one agent
+#     under `single`)                                      -> runs/divided-fair/final/ROW
+#   - a pair's main agent alone on compose:test (`single`)  -> runs/divided-fair/final/ROW-main
+#   - the trained main agent alone on humaneval:test (`single`), to pair with the untrained
+#     single model there (docs/coop/samples/single: no reward named, 384 new tokens)
+#                                                          -> runs/divided-fair/humaneval/ROW
+# Or a warm start, once: `warm-pair` (contract) or `warm-solo` (single) -> runs/divided-fair/warm/...
+# Then docs/divided/scripts/keep.sh copies each into docs/divided-fair/.
+#   bash docs/divided-fair/scripts/bench_final.sh magrpo-seed0 | ... | grpo-seed2 | warm-pair | warm-solo
+set -u
+cd "$(dirname "$0")/../../.."
+row=$1
+bench() { nice -n "${NICE:-0}" .venv/bin/coopcode bench --n 10 --k 1,3,5,10 --sandbox docker "$@" </dev/null; }
+case "$row" in
+  warm-pair) exec bash -c "$(declare -f bench); bench --problems compose:test --reward own --scheme contract \
+               --helper-adapter runs/divided-fair/sft-pair/helper --main-adapter runs/divided-fair/sft-pair/main \
+               --out runs/divided-fair/warm/pair" ;;
+  warm-solo) exec bash -c "$(declare -f bench); bench --problems compose:test --reward own --scheme single \
+               --main-adapter runs/divided-fair/sft-solo/main --out runs/divided-fair/warm/solo" ;;
+  magrpo-seed[012]|grpo-seed[012]) run=runs/divided-fair/final-runs/$row ;;
+  *) echo "bench_final.sh: magrpo-seed0..2, grpo-seed0..2, warm-pair or warm-solo, not '$row'" >&2; exit 2 ;;
+esac
+python3 -c "import json,sys; m=json.load(open('$run/manifest.json')); sys.exit(0 if m['step']==m['total_steps'] or m.get('stopped_early') else 1)" \
+  || { echo "bench_final.sh: $run has not finished" >&2; exit 2; }
+if [ "${row%%-*}" = grpo ]; then
+  bench --problems compose:test --reward own --scheme single --main-adapter "$run/main" \
+    --out "runs/divided-fair/final/$row" || exit
+else
+  bench --problems compose:test --reward own --scheme contract --helper-adapter "$run/helper" \
+    --main-adapter "$run/main" --out "runs/divided-fair/final/$row" || exit
+  bench --problems compose:test --reward own --scheme single --main-adapter "$run/main" \
+    --out "runs/divided-fair/final/$row-main" || exit
+fi
+bench --problems humaneval:test --scheme single --main-adapter "$run/main" --max-new-tokens 384 \
+  --out "runs/divided-fair/humaneval/$row"
