@@ -16,11 +16,11 @@ row=$1
 bench() { nice -n "${NICE:-0}" .venv/bin/coopcode bench --n 10 --k 1,3,5,10 --sandbox docker "$@" </dev/null; }
 case "$row" in
   warm-pair) bench --problems compose:test --reward own --scheme contract \
-               --helper-adapter runs/divided-fair/sft-pair/helper \
-               --main-adapter runs/divided-fair/sft-pair/main --out runs/divided-fair/warm/pair
+               --helper-adapter checkpoints/compose-warm-pair-0.5b/helper \
+               --main-adapter checkpoints/compose-warm-pair-0.5b/main --out runs/divided-fair/warm/pair
              exit ;;
   warm-solo) bench --problems compose:test --reward own --scheme single \
-               --main-adapter runs/divided-fair/sft-solo/main --out runs/divided-fair/warm/solo
+               --main-adapter checkpoints/compose-warm-solo-0.5b/main --out runs/divided-fair/warm/solo
              exit ;;
   magrpo-seed[012]|grpo-seed[012]) run=runs/divided-fair/final-runs/$row ;;
   *) echo "bench_final.sh: magrpo-seed0..2, grpo-seed0..2, warm-pair or warm-solo, not '$row'" >&2; exit 2 ;;

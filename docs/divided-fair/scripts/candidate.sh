@@ -7,7 +7,7 @@
 set -u
 cd "$(dirname "$0")/../../.."
 name=$1; shift
-pair=runs/divided-fair/sft-pair
+pair=checkpoints/compose-warm-pair-0.5b
 case "$name" in
   # the anchored recipe: main's rate a third of the helper's, KL to the warm start,
   # advantages divided by the group's std, alike groups sampled again

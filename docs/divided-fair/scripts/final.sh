@@ -16,10 +16,10 @@ recipe_file=docs/divided-fair/recipe.txt
 [ -f "$recipe_file" ] || { echo "final.sh: no $recipe_file yet: choose the recipe first" >&2; exit 2; }
 read -r -a recipe < "$recipe_file"
 case "$row" in
-  magrpo-seed[012]) seed=${row#magrpo-seed}; pair=runs/divided-fair/sft-pair
+  magrpo-seed[012]) seed=${row#magrpo-seed}; pair=checkpoints/compose-warm-pair-0.5b
                     what=(--algo magrpo --scheme contract --joint aligned
                           --helper-adapter "$pair/helper" --main-adapter "$pair/main") ;;
-  grpo-seed[012])   seed=${row#grpo-seed}; solo=runs/divided-fair/sft-solo
+  grpo-seed[012])   seed=${row#grpo-seed}; solo=checkpoints/compose-warm-solo-0.5b
                     what=(--algo grpo --scheme single --main-adapter "$solo/main") ;;
   *) echo "final.sh: magrpo-seed0..2 or grpo-seed0..2, not '$row'" >&2; exit 2 ;;
 esac

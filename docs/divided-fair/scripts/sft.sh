@@ -5,6 +5,8 @@
 # Resumable: rerun the same line. THREADS=2 when nothing runs beside it; NICE=19 beside work.
 #   bash docs/divided-fair/scripts/sft.sh contract     -> runs/divided-fair/sft-pair
 #   bash docs/divided-fair/scripts/sft.sh single       -> runs/divided-fair/sft-solo
+# each then kept (adapters and record) as checkpoints/compose-warm-pair-0.5b, compose-warm-solo-0.5b:
+#   bash docs/divided-fair/scripts/keep_checkpoint.sh runs/divided-fair/sft-pair checkpoints/compose-warm-pair-0.5b
 set -u
 cd "$(dirname "$0")/../../.."
 scheme=$1
