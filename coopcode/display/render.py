@@ -151,7 +151,16 @@ def print_solve(console: Console, result: dict[str, Any]) -> None:
         console.print(Text.assemble(
             ("cooperation ", "dim"), "main does " + ("" if coop.get("own_work") else "no ")
             + "work of its own with the helper's answer", ("  helper alone ", "dim"), alone,
-            ("  patterns ", "dim"), ", ".join(coop.get("patterns") or []) or "none"))
+            *_both_needed(coop), ("  patterns ", "dim"), ", ".join(coop.get("patterns") or []) or "none"))
+
+
+def _both_needed(coop: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The words "both needed" where a passing pair needed both (the helper's code alone
+    fails, main with a stub helper fails: run, not read); none where it was not judged."""
+    needed = coop.get("both_needed")
+    if needed is None:
+        return ()
+    return (("  both needed", "bold green"),) if needed else (("  not both needed", "yellow"),)
 
 
 class BenchProgress:
