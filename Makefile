@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
-#   make demo   - set up, then solve an example problem with the embedded model
+#   make demo   - set up, then the trained contract pair solves a compose problem, each agent its part
 #   make test   - set up, then run the whole test suite (what .ci/run calls)
+# and one builds the documentation site: make docs (offline, into site/).
 # Every step is idempotent: rerunning skips what is already in place.
 
 VENV    := .venv
@@ -8,7 +9,7 @@ PY      := $(VENV)/bin/python
 COOP    := $(VENV)/bin/coopcode
 STAMP   := $(VENV)/.coopcode-installed
 
-.PHONY: setup docker tools image model vllm-env demo test test-fast bench table1 lint constraints clean
+.PHONY: setup docker tools image model vllm-env demo demo-humaneval docs test test-fast bench table1 lint constraints clean
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_venv.sh
 	bash scripts/setup_venv.sh $(VENV)
@@ -34,9 +35,25 @@ model: setup
 vllm-env:
 	bash scripts/setup_vllm.sh .venv-vllm
 
-# Exit 1 means the model's program failed a test: still a finished demo, not a broken make.
+# The trained contract pair (checkpoints/compose-magrpo-0.5b: MAGRPO on compose:train, seed 0,
+# the step its validation kept) on a compose:test problem it solves: the helper writes aux from
+# its contract, main the entry point around it; the program, its tests, the verdict and "both
+# needed". Greedy: the same answers each time. Exit 1 means the program failed a test: still a
+# finished demo, not a broken make.
+DEMO_PAIR    := checkpoints/compose-magrpo-0.5b
+DEMO_PROBLEM := compose/median_of_incr_list
 demo: image model tools
+	$(COOP) solve $(DEMO_PROBLEM) --scheme contract --reward own \
+		--helper-adapter $(DEMO_PAIR) --main-adapter $(DEMO_PAIR) || test $$? -eq 1
+
+# The untrained sequential pair on a HumanEval-style problem file.
+demo-humaneval: image model tools
 	$(COOP) solve examples/below_zero.py || test $$? -eq 1
+
+# The documentation site, offline, into site/: --strict fails on a broken link, a missing
+# anchor or a page left out of the nav (mkdocs.yml; tests/test_docs.py runs it).
+docs: setup
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 test: image model tools vllm-env
 	$(PY) -m pytest -q tests --durations=30

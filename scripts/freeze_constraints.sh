@@ -2,7 +2,7 @@
 # Write constraints.txt: the exact versions in the venv, which `make setup` installs with
 # (`pip install -c constraints.txt`), so a fresh install gets what CI last passed with
 # rather than whatever was released since. Refresh after upgrading on purpose:
-#     .venv/bin/pip install -U -e ".[dev]" && make test && make constraints
+#     .venv/bin/pip install -U -e ".[dev,docs]" && make test && make constraints
 set -euo pipefail
 venv=${1:-.venv}
 {

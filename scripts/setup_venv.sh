@@ -11,4 +11,4 @@ if ! "$venv/bin/python" -c 'import torch, sys; sys.exit(torch.__version__.split(
 fi
 # The exact versions CI last passed with (constraints.txt): a release made since cannot
 # break a fresh install. pyproject.toml keeps the ranges for users who install the package.
-pip install --disable-pip-version-check -q -c constraints.txt -e ".[dev]"
+pip install --disable-pip-version-check -q -c constraints.txt -e ".[dev,docs]"

@@ -1,6 +1,7 @@
 """Issue 41's candidates (docs/divided/candidates/): every validation figure in a candidate's
-metrics.jsonl comes back from its committed evaluation samples, and BENCHMARKS.md's table of
-candidates is what docs/divided/candidates/summarize.py prints from them."""
+metrics.jsonl comes back from its committed evaluation samples, and the table of candidates in
+the divided-work journal (docs/benchmarks/divided.md) is what docs/divided/candidates/summarize.py
+prints from them."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from coopcode.evaluation.compare import read_records, samples_file, summarize_fo
 
 REPO = Path(__file__).resolve().parent.parent
 CANDIDATES = REPO / "docs" / "divided" / "candidates"
+JOURNAL = REPO / "docs" / "benchmarks" / "divided.md"  # BENCHMARKS.md's "Divided work"
 FOLDERS = sorted(f for f in CANDIDATES.iterdir() if (f / "metrics.jsonl").exists())
 
 
@@ -48,7 +50,7 @@ def test_validation_figures_come_from_the_committed_samples(folder: Path) -> Non
 def test_benchmarks_lists_every_candidate_as_summarize_prints_it() -> None:
     printed = subprocess.run([sys.executable, str(CANDIDATES / "summarize.py")],
                              capture_output=True, text=True, check=True).stdout
-    benchmarks = (REPO / "BENCHMARKS.md").read_text()
+    benchmarks = JOURNAL.read_text()
     rows = [line for line in printed.splitlines() if line.startswith("| ")]
     assert len(rows) == len(FOLDERS) + 1  # the head and a line per candidate
     for line in rows:
@@ -70,8 +72,8 @@ def _metrics_by_step(run: Path) -> dict[int, dict[str, Any]]:
 
 
 def _benchmarks_text() -> str:
-    """BENCHMARKS.md with its line breaks and runs of spaces made single spaces."""
-    return " ".join((REPO / "BENCHMARKS.md").read_text().split())
+    """The divided-work journal with its line breaks and runs of spaces made single spaces."""
+    return " ".join(JOURNAL.read_text().split())
 
 
 @pytest.mark.parametrize("label,folder", [
@@ -83,7 +85,7 @@ def test_where_the_pair_loses_is_counted_from_the_samples(label: str, folder: st
     """BENCHMARKS' "Where the pair loses" rows: each agent judged alone, recounted."""
     counts = _each_agent_alone(REPO / folder)
     line = f"| {label} | " + " | ".join(map(str, counts)) + " |"
-    assert line in (REPO / "BENCHMARKS.md").read_text(), line
+    assert line in JOURNAL.read_text(), line
 
 
 def test_the_single_agents_warm_start_passes_as_benchmarks_says() -> None:

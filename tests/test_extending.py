@@ -1,4 +1,4 @@
-"""The README's "Extending coopcode" example runs as written: a reward, a scheme and an engine
+"""The docs' "Extending coopcode" example (docs/guide/extending.md) runs as written: a reward, a scheme and an engine
 registered from a user's script, then a problem solved with all three (the engine's text is
 scripted, and still runs only in the sandbox)."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def test_the_readme_extension_example_registers_and_uses_a_reward_a_scheme_and_an_engine(
+def test_the_docs_extension_example_registers_and_uses_a_reward_a_scheme_and_an_engine(
         tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text()
-    found = re.search(r"## Extending coopcode.*?```python\n(.*?)```", readme, re.S)
-    assert found is not None, "README has no Extending coopcode example"
+    page = (REPO / "docs" / "guide" / "extending.md").read_text()
+    found = re.search(r"# Extending coopcode.*?```python\n(.*?)```", page, re.S)
+    assert found is not None, "docs/guide/extending.md has no example"
     imported = re.findall(r"^(?:from|import) (\S+)", found.group(1), re.M)
     assert set(imported) == {"dataclasses", "coopcode"}, imported  # only from coopcode itself
     done = subprocess.run([sys.executable, "-c", found.group(1)], capture_output=True, text=True,

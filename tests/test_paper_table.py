@@ -17,10 +17,26 @@ from tests.cli_helpers import assert_one_line_error, assert_refused, coopcode
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "docs" / "table1"
+PAGE = REPO / "docs" / "results" / "table1.md"  # Table 1 as the docs show it
+JOURNAL = REPO / "docs" / "benchmarks" / "table1.md"  # every run behind it (was BENCHMARKS.md's)
 
 
 def _table_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("| ")]
+
+
+def _comparisons_at_1_and_10(text: str) -> list[str]:
+    """The rows of the table's paired comparisons at k=1 and k=10 (the page leaves 3 and 5 to
+    the full table)."""
+    rows = []
+    for block in text.split("\n\n"):
+        lines = _table_lines(block)
+        if lines and lines[0].startswith("| Method | k |"):
+            rows += [line for line in lines[2:] if line.split("|")[2].strip() in ("1", "10")]
+        elif lines and lines[0].startswith("| Method | against | k |"):
+            rows += [line for line in lines[2:] if line.split("|")[3].strip() in ("1", "10")]
+    assert rows, "no paired comparison in the table"
+    return rows
 
 
 def test_the_committed_table_is_recomputed_from_the_committed_summaries() -> None:
@@ -35,14 +51,18 @@ def test_the_committed_table_is_recomputed_from_the_committed_summaries() -> Non
     recomputed = pt.render_markdown(table)
     committed = (COMMITTED / "table.md").read_text()
     assert committed.startswith(recomputed), "docs/table1/table.md is not what its summaries give"
-    # The figures in BENCHMARKS.md (all of the table) and the README (its first part, the
-    # rows) are that table, line for line.
+    # The figures in the Table 1 runs' journal (all of the table) and on the Table 1 page (its
+    # rows, and the comparisons at k=1 and 10) are that table, line for line; the README's
+    # results table carries each row's pass@1 with its interval.
     main_table = recomputed.split("\n\n")[0]
-    for doc, lines in (("BENCHMARKS.md", _table_lines(recomputed)),
-                       ("README.md", _table_lines(main_table))):
-        text = (REPO / doc).read_text()
+    for doc, lines in ((JOURNAL, _table_lines(recomputed)),
+                       (PAGE, _table_lines(main_table) + _comparisons_at_1_and_10(recomputed))):
+        text = doc.read_text()
         for line in lines:
             assert line in text, (doc, line)
+    readme = (REPO / "README.md").read_text()
+    for line in _table_lines(main_table)[2:]:
+        assert line.split("|")[2].strip() in readme, line
     for entry in table["rows"]:
         if not entry["run"]:
             continue
@@ -86,20 +106,20 @@ def test_the_coop_table_is_what_its_summaries_give(cli_env: dict[str, str]) -> N
         assert {(key, against) for against in ("pair", "grpo", "magrpo", "magrpo-seed1",
                                                "magrpo-coop", "magrpo-coop-seed1",
                                                f"{key}-main")} <= compared
-    # BENCHMARKS.md has every line of our rows (the table, the comparisons, what the samples
-    # are, the patterns); the README the coop and credit rows of the main table.
+    # The journal has every line of our rows (the table, the comparisons, what the samples
+    # are, the patterns); the Table 1 page the coop and credit rows of the main table.
     ours = [line for line in _table_lines(done.stdout)
             if any(word in line.split("|")[1] for word in ("seed 1", "coop reward", "credit reward"))]
     assert {line.split("|")[1].strip() for line in ours} >= {
         pt.row(key).method for key in summaries.keys() - set(pt.SEED_ROWS)}
-    benchmarks = (REPO / "BENCHMARKS.md").read_text()
+    journal = JOURNAL.read_text()
     for line in ours:
-        assert line in benchmarks, line
+        assert line in journal, line
     main_rows = _table_lines(done.stdout.split("\n\n")[0])
-    readme = (REPO / "README.md").read_text()
+    page = PAGE.read_text()
     for line in main_rows:
         if "coop reward" in line or "credit reward" in line:
-            assert line in readme, line
+            assert line in page, line
 
 
 def test_paired_rows_agree_with_coopcode_compare(tmp_path: Path) -> None:
@@ -261,7 +281,7 @@ def test_every_committed_row_is_recomputed_from_its_committed_samples() -> None:
 
 
 def test_where_the_passing_answers_came_from_is_what_the_committed_samples_give() -> None:
-    """BENCHMARKS' table of helper re-writes (docs/coop/transcribed.py) is what the committed
+    """The journal's table of helper re-writes (docs/coop/transcribed.py) is what the committed
     samples give, and it says what the write-up says of the seed-1 credit pair."""
     printed = subprocess.run([sys.executable, str(COOP / "transcribed.py"), "--json"],
                              capture_output=True, text=True, check=True).stdout
@@ -283,14 +303,14 @@ def test_where_the_passing_answers_came_from_is_what_the_committed_samples_give(
     assert transcribed.bodies(copy["main_code"])[0] == transcribed.bodies(copy["helper_code"])[0]
     table = subprocess.run([sys.executable, str(COOP / "transcribed.py")], capture_output=True,
                            text=True, check=True).stdout
-    benchmarks = (REPO / "BENCHMARKS.md").read_text()
+    journal = JOURNAL.read_text()
     for line in table.splitlines():
-        assert line in benchmarks, line
+        assert line in journal, line
 
 
 @pytest.mark.parametrize("run", ["magrpo-credit-0.5b", "magrpo-credit-0.5b-seed1"])
 def test_the_credit_runs_figures_in_the_docs_are_their_metrics(run: str) -> None:
-    """checkpoints/README.md's validation table and BENCHMARKS' training figures for the
+    """checkpoints/README.md's validation table and the journal's training figures for the
     chosen recipe's final runs, recomputed from their committed metrics.jsonl."""
     records = [json.loads(line) for line in
                (REPO / "checkpoints" / run / "metrics.jsonl").read_text().splitlines()]
@@ -308,5 +328,5 @@ def test_the_credit_runs_figures_in_the_docs_are_their_metrics(run: str) -> None
             + f" | {calls(1, 10)} -> {calls(51, 60)} |")
     readme = (REPO / "checkpoints" / "README.md").read_text()
     assert f"| `{run}`" in readme and line in readme, line
-    # BENCHMARKS: no training sample did own work in steps 1-20 of either run
+    # The journal: no training sample did own work in steps 1-20 of either run
     assert all(r["coop/own_work"] == 0 for r in steps if r["step"] <= 20)

@@ -32,7 +32,7 @@ class SampleSettings:
     turns: int = option(1, "Turns; later turns revise from feedback on the public examples.", at_least=1)
     timeout: float = option(5.0, "CPU seconds per program in the sandbox.", within=f"(0, {MAX_TIMEOUT:g}]")
     reward: str | None = option(
-        None, f"The reward to score with: {', '.join(reward_names())} (the README's Rewards) "
+        None, f"The reward to score with: {', '.join(reward_names())} (docs/guide/rewards.md) "
         "[default: seed-grpo for one agent, seed for a pair].", choices=reward_names, noun="reward")
 
 

@@ -118,8 +118,8 @@ sandbox; the same bytes every time, and a test rebuilds it and compares):
 
 The JSONL lines are HumanEval records (`task_id`, `prompt`, `entry_point`,
 `canonical_solution`, `test`) plus `split`, `sources` and `contract` (`signature`,
-`docstring`, `imports`, `test`, `solution`, `entry_point`): the format of README's "Bring
-your own problems", so a file of your own can carry contracts too.
+`docstring`, `imports`, `test`, `solution`, `entry_point`): the format of [your own
+problems](guide/problems.md), so a file of your own can carry contracts too.
 
 ## Ten of them
 """

@@ -85,7 +85,7 @@ def contract_from_record(value: Any, where: str) -> Contract | None:
         return None
     if not isinstance(value, dict):
         raise ProblemError(f"{where}: contract must be an object with signature, docstring and "
-                           "test (see README, Bring your own problems)")
+                           "test (see docs/guide/problems.md)")
     unknown = sorted(set(value) - set(_KEYS))
     if unknown:
         raise ProblemError(f"{where}: contract has unknown key(s) {', '.join(unknown)}: use "
