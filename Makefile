@@ -51,9 +51,10 @@ demo-humaneval: image model tools
 	$(COOP) solve examples/below_zero.py || test $$? -eq 1
 
 # The documentation site, offline, into site/: --strict fails on a broken link, a missing
-# anchor or a page left out of the nav (mkdocs.yml; tests/test_docs.py runs it).
+# anchor or a page left out of the nav (mkdocs.yml; tests/test_docs.py runs it). The variable
+# quiets the Material theme's notice about its successor, printed at every build.
 docs: setup
-	$(VENV)/bin/mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 test: image model tools vllm-env
 	$(PY) -m pytest -q tests --durations=30
