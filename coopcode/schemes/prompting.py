@@ -8,17 +8,28 @@ into every result, so results made with other prompts are never mixed).
 
 from __future__ import annotations
 
-from coopcode.engines import Engine
+from typing import Protocol
+
 from coopcode.problems import Contract, Problem
 from coopcode.schemes import contract_prompts, prompts
 from coopcode.schemes.contracts import contract_stub
 from coopcode.written.code import extract_code, prompt_context
 
 
+class ChatTemplate(Protocol):
+    """What the prompts need of an engine (every `coopcode.engines.Engine` is one): whether
+    its model takes chat prompts, and its chat template. Named here so that the schemes stay
+    below the engines, which they never drive."""
+
+    instruct: bool
+
+    def render_chat(self, messages: list[dict[str, str]]) -> str: ...
+
+
 class PromptBook:
     """Prompt builders and code extraction for one engine (its chat template, or none)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ChatTemplate) -> None:
         self.engine = engine
 
     def chat(self, problem: Problem, role: str, user: str,
