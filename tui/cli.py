@@ -48,8 +48,9 @@ def tui(model: ModelChoice, adapters: AdapterChoice, sandbox: SandboxChoice,
     from tui.app import CoopApp
     from tui.session import AgentsSpec, Session, engine_factory_for
 
-    spec = AgentsSpec(model=model.model, helper_adapter=adapters.helper_adapter,
-                      main_adapter=adapters.main_adapter, sandbox=sandbox.sandbox,
+    chosen = adapters.chosen()  # --adapters RUN: the pair's (or one agent's) folders
+    spec = AgentsSpec(model=model.model, helper_adapter=chosen.helper,
+                      main_adapter=chosen.main, sandbox=sandbox.sandbox,
                       engine_args=engine_args_of(engine_config))
     if config.scripted:
         from tui.demo import demo_engine

@@ -118,7 +118,11 @@ def tests_table(verdict: dict[str, Any]) -> Table:
 
 
 def print_solve(console: Console, result: dict[str, Any]) -> None:
-    """The best attempt: both agents' code, the program, its tests and the reward."""
+    """The best attempt: both agents' code, the program, its tests and the reward. On a
+    terminal in panels and a table; on a pipe or a file as plain lines (`print_solve_plain`)."""
+    if not console.is_terminal:
+        print_solve_plain(console, result)
+        return
     verdict = result.get("verdict") or {}
     scheme = result["scheme"]
     parts: list[Any] = []
@@ -161,6 +165,43 @@ def _both_needed(coop: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     if needed is None:
         return ()
     return (("  both needed", "bold green"),) if needed else (("  not both needed", "yellow"),)
+
+
+def print_solve_plain(console: Console, result: dict[str, Any]) -> None:
+    """`coopcode solve | less`: each part under a `# title` line, the code as written, one
+    line per test, the verdict. No box, no padding: panels laid out at the pipe's width
+    came out as 200-column lines of spaces (issue 55)."""
+    verdict = result.get("verdict") or {}
+    scheme = result["scheme"]
+    lines: list[str] = []
+    parts = [("helper", result["helper_code"])] if has_helper(scheme) else []
+    parts += [("main" if has_helper(scheme) else "single agent", result["main_code"]),
+              ("combined program", result["program"])]
+    for title, code in parts:
+        lines += [f"# {title}", code.rstrip() or "# (nothing)", ""]
+    if verdict.get("detail"):
+        lines.append(str(verdict["detail"]))
+    lines.append("# tests")
+    for t in verdict.get("tests", []):
+        msg = f"{t['error_type']}: {t['message']}" if t.get("error_type") else t.get("message", "")
+        source = " ".join(str(t["source"]).split())
+        lines.append(f"{t['index'] + 1:>3} {t['status']:<7} {source}" + (f"  # {' '.join(msg.split())}" if msg else ""))
+    reward = result.get("reward") or {}
+    status = str(verdict.get("status", "?"))
+    lines += ["", f"{status.upper()}  {verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)} "
+              f"tests  reward {reward.get('total', 0):.2f} ({result.get('reward_name') or 'reward'}"
+              f": {format_terms(reward)})  scheme {scheme}  sample {result['best_sample'] + 1}/"
+              f"{len(result['attempts'])}  time {result['seconds']:.1f}s"]
+    coop = result.get("cooperation")
+    if has_helper(scheme) and isinstance(coop, dict):
+        solves = coop.get("helper_solves")
+        alone = "not run" if solves is None else "solves it" if solves else "does not solve it"
+        lines.append("cooperation: main does " + ("" if coop.get("own_work") else "no ")
+                     + f"work of its own with the helper's answer; helper alone {alone}; "
+                     + "".join(f"{words.strip()}; " for words, _ in _both_needed(coop))
+                     + f"patterns {', '.join(coop.get('patterns') or []) or 'none'}")
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 class BenchProgress:
@@ -214,7 +255,8 @@ def bench_table(summary: dict[str, Any]) -> Table:
     ks = summary["ks"]
     table = Table(title="pass@k / acc@k", title_justify="left", box=box.SIMPLE_HEAD,
                   pad_edge=False, padding=(0, 1), caption="SE in percentage points; 95% CI: Student t over problems "
-                          "(the n samples of a problem are one unit)", caption_justify="left")
+                          "(the n samples of a problem are one unit; where all problems score alike, an "
+                          "exact bound, never a point)", caption_justify="left")
     table.add_column("Method", overflow="fold")
     for name in ("k", "Pass@k", "SE", "95% CI", "Acc@k", "SE", "95% CI"):
         table.add_column(name, justify="right", no_wrap=True,

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from coopcode.core.adapters import check_adapter
+from coopcode.core.adapters import adapter_folder, check_adapter
 from coopcode.core.errors import ModelError, UserError
 from coopcode.engines import Engine, engine_kind, load_engine
 
@@ -40,15 +39,9 @@ class Agents:
 
 
 def resolve_adapter_path(path: str | None, role: str) -> str | None:
-    """An adapter argument: a PEFT folder, or a run folder in checkpoints/ holding `role/`."""
-    if not path:
-        return None
-    p = Path(path).expanduser()
-    if (p / role / "adapter_config.json").exists():
-        p = p / role
-    elif not p.exists() and (Path("checkpoints") / path / role).exists():
-        p = Path("checkpoints") / path / role
-    return str(p)
+    """An adapter argument: a PEFT folder, a run folder holding `role/`, or a run's name in
+    the search path (`coopcode.core.adapters.adapter_folder`)."""
+    return adapter_folder(path, role)
 
 
 def check_adapter_folders(helper_adapter: str | None,
@@ -97,8 +90,8 @@ def open_agents(
 
 def attach_adapters(engine: Engine, helper_adapter: str | None, main_adapter: str | None,
                     progress: Callable[[str], None] | None = None) -> Agents:
-    """The agents on an engine already loaded: each adapter (a PEFT folder, or a run in
-    checkpoints/) loaded under its role's name, so one base serves both (the TUI keeps its
+    """The agents on an engine already loaded: each adapter (a PEFT folder, or a run's
+    folder or name) loaded under its role's name, so one base serves both (the TUI keeps its
     loaded base when only the adapters change)."""
     agents = Agents(engine)
     for role, given in ((HELPER, helper_adapter), (MAIN, main_adapter)):

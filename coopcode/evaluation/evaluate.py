@@ -102,6 +102,41 @@ def _sample(line: dict[str, Any], kind: str, problem: Problem) -> EvalSample:
                       str(line.get("contract") or ""))
 
 
+@dataclass(frozen=True)
+class SamplesSource:
+    """Where `evaluate`'s samples are, and the problem set they answer where a bench run
+    beside them says (None: the user's --problems, or its default)."""
+
+    path: Path
+    problems: str | None = None
+
+
+def samples_source(given: Path) -> SamplesSource:
+    """A samples file, or a bench run's folder (its samples.jsonl, or the committed .gz);
+    either way, the problem set the bench's meta.json names."""
+    path = given
+    if given.is_dir():
+        path = given / "samples.jsonl"
+        packed = given / "samples.jsonl.gz"
+        if packed.exists() and not path.exists():
+            path = packed
+        if not path.exists():
+            raise UserError(f"{given}: a folder, where a samples file is expected (or a "
+                            "bench run's --out folder, which holds samples.jsonl)")
+    return SamplesSource(path, _benched_problems(path.parent / "meta.json"))
+
+
+def _benched_problems(meta: Path) -> str | None:
+    """The problem set a bench's meta.json names (`config.problems`), or None."""
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    config = data.get("config") if isinstance(data, dict) else None
+    problems = config.get("problems") if isinstance(config, dict) else None
+    return problems if isinstance(problems, str) and problems else None
+
+
 def read_samples(path: Path, problems: dict[str, Problem],
                  problems_name: str = "the problems") -> list[EvalSample]:
     """The samples of a JSONL file (any of the three kinds), each checked against `problems`."""

@@ -104,19 +104,25 @@ def scheme_contract(problem: Problem, name: str, text: str = "") -> Contract | N
     return contract_for(problem, cls.contract_source if cls is not None else "", text)
 
 
-def check_problems_fit(schemes: tuple[str, ...] | list[str], problems: list[Problem]) -> None:
+BENCH_REMEDY = "use --problems compose:train|val|test, problem files with a contract, or the plan scheme"
+
+
+def check_problems_fit(schemes: tuple[str, ...] | list[str], problems: list[Problem], *,
+                       remedy: str = BENCH_REMEDY) -> None:
     """One line, before anything loads, when a scheme that needs the problem's contract
-    (`contract`) meets problems without one."""
+    (`contract`) meets problems without one; `remedy` names the way out in the command's
+    own flags (`solve` has no --problems)."""
     for name in schemes:
         cls = SCHEME_TYPES.get(name)
         if cls is None or cls.contract_source != "problem":
             continue
         missing = [p.task_id for p in problems if p.contract is None]
+        if missing and len(problems) == 1:
+            raise UserError(f"{missing[0]} has no contract for aux, which the {name} scheme "
+                            f"needs: {remedy}")
         if missing:
             raise UserError(f"the {name} scheme needs a contract for aux, and {len(missing)} of "
-                            f"{len(problems)} problems have none (first: {missing[0]}): use "
-                            "--problems compose:train|val|test, problem files with a contract, "
-                            "or the plan scheme")
+                            f"{len(problems)} problems have none (first: {missing[0]}): {remedy}")
 
 
 def get_scheme(name: str) -> Scheme:

@@ -4,6 +4,10 @@ A run is `checkpoints/<run>/` with `helper/` and/or `main/` PEFT adapter folders
 `manifest.json` (written by `coopcode train`; see `coopcode.training.checkpoint`) and a
 `metrics.jsonl`. Reading is tolerant: a half-written or foreign folder is described as far
 as it can be, never an exception. Used by `coopcode checkpoints` and the TUI.
+
+Runs are found where `--adapters NAME` finds them (`coopcode.core.adapters.checkpoint_roots`):
+`./checkpoints`, then each folder of `$COOPCODE_CHECKPOINTS`, then the cache's
+`checkpoints/`; a run name found in two of them is the first one's. `--dir` reads one folder.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coopcode.core.adapters import CHECKPOINTS_ENV, checkpoint_roots, find_run, looked_in
 from coopcode.core.errors import UserError
 
 ROLES = ("helper", "main")
@@ -146,13 +151,27 @@ def read_checkpoint(path: Path) -> CheckpointInfo:
     return CheckpointInfo(path.name, path, adapters, manifest, resumable)
 
 
-def list_checkpoints(root: Path = DEFAULT_ROOT) -> list[CheckpointInfo]:
-    """Runs under `root` (folders with an adapter or a manifest), newest first."""
+def list_checkpoints(root: Path | None = None) -> list[CheckpointInfo]:
+    """Runs under `root` (folders with an adapter or a manifest), newest first; with no
+    `root` (or the default one), the runs of every folder of the search path, a name found
+    twice being the first folder's."""
+    if root is None or root == DEFAULT_ROOT:
+        seen: dict[str, CheckpointInfo] = {}
+        for found in checkpoint_roots():
+            for run in _runs_in(found.path):
+                seen.setdefault(run.name, run)
+        return _newest_first(list(seen.values()))
+    return _newest_first(_runs_in(root))
+
+
+def _runs_in(root: Path) -> list[CheckpointInfo]:
     if not root.is_dir():
         return []
     runs = [read_checkpoint(p) for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
-    runs = [r for r in runs if r.adapters or r.manifest]
+    return [r for r in runs if r.adapters or r.manifest]
 
+
+def _newest_first(runs: list[CheckpointInfo]) -> list[CheckpointInfo]:
     def mtime(r: CheckpointInfo) -> float:
         m = r.path / "manifest.json"
         return (m if m.exists() else r.path).stat().st_mtime
@@ -161,18 +180,27 @@ def list_checkpoints(root: Path = DEFAULT_ROOT) -> list[CheckpointInfo]:
 
 
 def check_root(root: Path) -> Path:
-    """`root` unless it exists and is not a folder (a missing root just holds no runs)."""
+    """`root` unless it exists and is not a folder (a missing root just holds no runs). The
+    default root stands for the whole search path: with no run anywhere on it, a UserError
+    that says where it looked (`coopcode checkpoints list` used to say `no runs in
+    checkpoints/` from any folder, and exit 0)."""
     if root.exists() and not root.is_dir():
         raise UserError(f"{root}: a file, where --dir needs the folder holding the runs")
+    if root == DEFAULT_ROOT and not list_checkpoints():
+        raise UserError(f"no checkpoint runs in {looked_in()}: set {CHECKPOINTS_ENV} to the "
+                        "folder holding your runs, or train one with `coopcode train`")
     return root
 
 
 def find_checkpoint(name: str, root: Path = DEFAULT_ROOT) -> CheckpointInfo:
-    """A run by folder path or by name under `root`, or a UserError."""
+    """A run by folder path or by name under `root` (the default: the search path), or a
+    UserError."""
     if not name.strip():
         raise UserError("no run named: pass a run name from `coopcode checkpoints list` or a run folder")
-    check_root(root)
-    for candidate in (Path(name), root / name):
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root}: a file, where --dir needs the folder holding the runs")
+    found = find_run(name) if root == DEFAULT_ROOT else None
+    for candidate in (Path(name), root / name, *([found] if found is not None else [])):
         if candidate.exists() and not candidate.is_dir():
             raise UserError(f"{candidate}: a file, where a run folder is expected "
                             "(see `coopcode checkpoints list`)")
@@ -181,7 +209,8 @@ def find_checkpoint(name: str, root: Path = DEFAULT_ROOT) -> CheckpointInfo:
             if info.adapters or info.manifest:
                 return info
             raise UserError(f"{candidate}: not a checkpoint run (no adapters, no manifest.json)")
-    raise UserError(f"no checkpoint run {name!r} (see `coopcode checkpoints list`)")
+    where = looked_in() if root == DEFAULT_ROOT else str(root)
+    raise UserError(f"no checkpoint run {name!r} (looked in {where}; see `coopcode checkpoints list`)")
 
 
 def reward_curve(history: list[dict[str, Any]], buckets: int = 10) -> list[dict[str, Any]]:
