@@ -49,6 +49,8 @@ class CoopApp(App[None]):
                 show=False, priority=True),
         Binding("f4", "switch_mode('train')", "Train", id="app.train", show=False, priority=True),
         Binding("f5", "switch_mode('bench')", "Bench", id="app.bench", show=False, priority=True),
+        # Not a priority: a `/` typed into a field or an editor is text.
+        Binding("slash", "search", "Search", id="app.search", key_display="/", show=False),
         Binding("ctrl+t", "toggle_theme", "Theme", id="app.theme", priority=True),
         Binding("ctrl+q", "request_quit", "Quit", id="app.quit", show=False, priority=True),
         Binding("ctrl+p", "command_palette", "Commands", id="app.palette", show=False, priority=True),
@@ -65,6 +67,7 @@ class CoopApp(App[None]):
         "switch_mode('collaborate')": "the Collaborate screen: run the pair on a problem",
         "switch_mode('train')": "the Train screen: MAGRPO/GRPO runs",
         "switch_mode('bench')": "the Bench screen: pass@k, earlier runs",
+        "search": "search the problems (Collaborate's search box), from any screen",
         "toggle_theme": "light / dark theme",
         "request_quit": "quit (asks whether to stop or detach running jobs)",
         "command_palette": "command palette: every action by name",
@@ -228,15 +231,13 @@ class CoopApp(App[None]):
     def _update_status(self) -> None:
         agents = self.session.agents
         if self.agents_state == "ready" and agents is not None:
+            from tui.widgets.nav import adapters_name
+
             model = agents.engine.model_name or "model"
-            runs = {role: path.rstrip("/").split("/")[-2 if path.endswith(role) else -1]
-                    for role, path in (agents.helper_adapter or ("", ""),
-                                       agents.main_adapter or ("", "")) if role}
-            if len(runs) == 2 and len(set(runs.values())) == 1:  # one run's pair: said once
-                adapters = [f"{runs['helper']} (helper+main)"]
-            else:
-                adapters = [f"{role}:{run}" for role, run in runs.items()]
-            who = model.rstrip("/").split("/")[-1] + (f" + {', '.join(adapters)}" if adapters else "")
+            # One run's pair said once: `compose-magrpo-0.5b (helper+main)`.
+            adapters = adapters_name(agents.helper_adapter[1] if agents.helper_adapter else None,
+                                     agents.main_adapter[1] if agents.main_adapter else None)
+            who = model.rstrip("/").split("/")[-1] + (f" + {adapters}" if adapters else "")
         elif self.agents_state == "loading":
             who = "run queued · loading agents…" if self.queued_run else "loading agents…"
         elif self.agents_state == "error":
@@ -261,6 +262,16 @@ class CoopApp(App[None]):
 
         if not isinstance(self.screen, ModalScreen):
             self.push_screen(KeysScreen(self.screen))
+
+    async def action_search(self) -> None:
+        """`/`: to Collaborate's search box, its Problem tab shown, from anywhere. Awaited,
+        so the keys typed right after `/` reach the box, not the screen being left."""
+        if isinstance(self.screen, ModalScreen):
+            return  # a dialog or an overlay keeps its keys
+        await self.switch_mode("collaborate")
+        focus_search = getattr(self.screen, "focus_search", None)
+        if focus_search is not None:
+            focus_search(new=True)
 
     def action_next_field(self) -> None:
         """Tab, as a priority binding: Textual hands each key to the widget focused when the
@@ -342,6 +353,9 @@ class CoopApp(App[None]):
                             ("train", "Train"), ("bench", "Bench")):
             yield SystemCommand(f"Go to {title}", f"Switch to the {title} screen",
                                 lambda m=mode: self.switch_mode(m))
+        yield SystemCommand("Search problems (/)", "Collaborate's search box: HumanEval and "
+                            "compose, by id, name, words of the prompt or set (compose:test)",
+                            lambda: self.run_action("search"))
         yield SystemCommand("Help", "Keys and screens", self.action_help)
         yield SystemCommand("Toggle light/dark", "Switch between the light and dark theme",
                             self.action_toggle_theme)

@@ -6,6 +6,7 @@ and look at the SVGs in `__snapshots__/` before committing them.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from coopcode.core import events as ev
@@ -26,6 +27,8 @@ def steady(app: Any) -> None:
     for name in ("#run-name", "#out-name"):
         for widget in app.screen.query(name):
             widget.value = "demo"
+    for hint in app.screen.query("#runs-hint"):  # where runs are looked for: a temp cache
+        hint.update(str(hint.render()).replace(os.environ.get("COOPCODE_CACHE", "~"), "CACHE"))
     if hasattr(app.screen, "memory_text"):  # this machine's memory: not the screen's to fix
         app.screen.memory_text = lambda: "memory: TUI 1.2 GB · a job loads its own model · 20.0 GB free"
         for refresh in ("_show_estimate", "_show_idle"):

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import (
     Button,
     DataTable,
@@ -59,6 +59,8 @@ SPLITS = tuple(name for name, _ in BUILT_IN_SETS)
 # it saying how long before it starts.
 PRESETS: dict[str, Any] = {"ks": (1, 2), "n": 2, "limit": 5}
 NO_ADAPTER = "none"
+LOADED = "loaded"  # the agents as loaded on F2
+AGENT_CHOICES = [("as loaded (F2)", LOADED), ("none: the base", NO_ADAPTER)]
 
 
 def _pct(x: float) -> str:
@@ -225,6 +227,9 @@ def run_prompt(run: BenchRun) -> Text:
 
 class BenchScreen(JobScreen):
     job_name = "bench"
+    # Arriving, the focus is on a drop-down, not in a text field: `/` and `?` then work
+    # at once (in a field they are text).
+    AUTO_FOCUS = "#split"
     BINDINGS = [
         Binding("ctrl+r", "start", "Start", id="bench.start", priority=True),
         Binding("escape", "stop", "Stop", id="bench.stop"),
@@ -253,25 +258,27 @@ class BenchScreen(JobScreen):
         self.inflight: InFlight | None = None
         self.started_total: int | None = None  # the running bench's Started total, once seen
         self._split_sizes: dict[str, int] = {}
+        self.defaults_for: tuple[str | None, str | None] | None = None  # (`_follow_agents`)
 
     def compose(self) -> ComposeResult:
-        adapters = [("none", NO_ADAPTER)]
         yield NavBar("bench")
         with Horizontal(id="bench-body"):
-            with Vertical(id="bench-form", classes="form"):
+            with VerticalScroll(id="bench-form", classes="form"):
                 yield from form_fields(BenchConfig, PRESETS)
                 with Horizontal(classes="field"):
                     yield Label("problems", classes="field-label")
                     yield Select([(s, s) for s in SPLITS], value=SPLITS[0],
                                  allow_blank=False, compact=True, id="split")
-                for role in ("helper", "main"):
-                    with Horizontal(classes="field"):
-                        yield Label(role, classes="field-label")
-                        yield Select(adapters, value=NO_ADAPTER, allow_blank=False, compact=True,
-                                     id=f"{role}-adapter")
+                # The agents benched: as loaded on F2 (the default: what Collaborate runs),
+                # none, or a trained run; their names in full on the line under it.
+                with Horizontal(classes="field"):
+                    yield Label("agents", classes="field-label")
+                    yield Select(AGENT_CHOICES, value=LOADED, allow_blank=False, compact=True,
+                                 id="agents")
+                yield Static("", id="agents-note")
                 with Horizontal(classes="field"):
                     yield Label("out", classes="field-label")
-                    yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="out-name")
+                    yield Input(time.strftime("tui-%m%d-%H%M"), compact=True, id="out-name")
                 yield TickList(*[(s, s, s in BenchConfig().schemes) for s in scheme_names()],
                                id="schemes")
                 yield from self.release_box()
@@ -309,6 +316,71 @@ class BenchScreen(JobScreen):
         self.set_interval(2.0, self._show_estimate)  # the memory line moves as things load
         self.call_after_refresh(self._show_estimate)
         self.watch(self.app, "agents_state", lambda _s: self.propose_release(), init=True)
+        self.watch(self.app, "agents_state", self._agents_changed, init=True)
+
+    # -- the agents: as Collaborate has them, and their run's settings ----------------------
+
+    def _agents_changed(self, state: str) -> None:
+        if state in ("ready", "idle", "error"):
+            self._follow_agents()
+
+    def chosen_adapters(self) -> tuple[str | None, str | None]:
+        """(helper, main) as the agents field says: the loaded ones, none, or a run's."""
+        value = str(self.query_one("#agents", Select).value)
+        if value == LOADED:
+            from coopcode import resolve_adapter_path
+
+            spec = self.app.session.spec  # type: ignore[attr-defined]
+            return (resolve_adapter_path(spec.helper_adapter, "helper"),
+                    resolve_adapter_path(spec.main_adapter, "main"))
+        if value == NO_ADAPTER:
+            return None, None
+        from coopcode import choose_adapters
+
+        chosen = choose_adapters(value, None, None)
+        return chosen.helper, chosen.main
+
+    def _follow_agents(self) -> None:
+        """The form starts from what Collaborate has loaded: the run's scheme ticked, its
+        held-out split and its reward (issue 55: after F2 loaded the contract pair, Ctrl+R
+        here benched something else). Taken again only when other adapters are chosen."""
+        from coopcode import run_defaults, trained_with
+
+        try:
+            adapters = self.chosen_adapters()
+        except UserError:
+            adapters = (None, None)
+        self._show_agents(adapters)
+        if adapters == self.defaults_for or self.busy:
+            return
+        self.defaults_for = adapters
+        trained = trained_with(*adapters)
+        defaults = run_defaults(trained, set(), problems=True)
+        if trained is None:
+            return
+        schemes = self.query_one("#schemes", SelectionList)
+        if defaults.scheme in scheme_names():
+            schemes.deselect_all()
+            schemes.select(defaults.scheme)
+            schemes.highlighted = scheme_names().index(defaults.scheme)  # in view
+        if defaults.problems in SPLITS:
+            self.query_one("#split", Select).value = defaults.problems
+        reward = self.query_one("#reward", Select)
+        reward.value = defaults.reward or Select.NULL
+        if defaults.said:
+            self.notify(f"{trained.run}: {', '.join(p for p in (defaults.scheme, defaults.problems, defaults.reward) if p)} "
+                        "(as trained; change them here)", title="bench", timeout=6)
+
+    def _show_agents(self, adapters: tuple[str | None, str | None]) -> None:
+        """The agents benched, by name, in full under the field."""
+        from tui.widgets.nav import adapters_name
+
+        self.query_one("#agents-note", Static).update(
+            adapters_name(*adapters) or "the base model alone (no adapters)")
+
+    @on(Select.Changed, "#agents")
+    def _agents_chosen(self) -> None:
+        self._follow_agents()
 
     # -- before a run: how long it will take ------------------------------------------------
 
@@ -386,13 +458,11 @@ class BenchScreen(JobScreen):
         self.action_refresh()  # a run may have saved adapters or results since the last visit
 
     def action_refresh(self) -> None:
-        for role in ("helper", "main"):
-            select = self.query_one(f"#{role}-adapter", Select)
-            current = select.value
-            options = [("none", NO_ADAPTER)] + [(r.name, str(r.path)) for r in list_checkpoints()
-                                                if role in r.adapters]
-            select.set_options(options)
-            select.value = current if any(v == current for _, v in options) else NO_ADAPTER
+        select = self.query_one("#agents", Select)
+        current = select.value
+        options = AGENT_CHOICES + [(r.name, str(r.path)) for r in list_checkpoints() if r.adapters]
+        select.set_options(options)
+        select.value = current if any(v == current for _, v in options) else LOADED
         self.runs = {str(r.path): r for r in list_bench_runs()}
         runs = self.query_one("#runs", SelectionList)
         chosen = set(runs.selected)
@@ -473,10 +543,9 @@ class BenchScreen(JobScreen):
         if session.spec.model:
             args += ["--model", session.spec.model]
         args += session.spec.engine_args  # the engine the TUI was started with, and its options
-        for role in ("helper", "main"):
-            value = str(self.query_one(f"#{role}-adapter", Select).value)
-            if value != NO_ADAPTER:
-                args += [f"--{role}-adapter", value]
+        for role, path in zip(("helper", "main"), self.chosen_adapters(), strict=True):
+            if path:  # each named: the child takes no run's defaults the form does not show
+                args += [f"--{role}-adapter", path]
         return coopcode_argv(*args), list(config.ks), config.n
 
     @on(Button.Pressed, "#start")

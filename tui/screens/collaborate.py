@@ -107,7 +107,9 @@ class CollaborateScreen(Screen[None]):
     }
     # Keys that are not bindings of this screen (the overlay `?` lists them too).
     EXTRA_KEYS = (
+        ("type", "when the screen opens: search (the search box has the focus)"),
         ("type a letter", "in the problem list: search (the letters go to the search box)"),
+        ("↑", "on the list's first problem: back to the search box"),
         ("Enter", "in the search box: to the list; in the list: pick the problem"),
         ("Tab / Esc", "in the prompt editor: leave it (the program editor: Esc; Tab indents)"),
     )
@@ -126,8 +128,8 @@ class CollaborateScreen(Screen[None]):
         self.run_problem: Problem | None = None  # the problem the latest attempt solved
         self.run_scheme = ""
         self.run_started = 0.0
-        self.reward_chosen = False  # the user picked a reward: loading agents keeps it
-        self._setting_reward = False
+        # The adapters whose run's settings the toolbar took (`_follow_adapters`).
+        self.defaults_for: tuple[str | None, str | None] | None = None
         self.run_reward: str | None = None  # the reward of the latest run (None: default)
         self.run_reward_name = ""
         self._deltas: list[tuple[int, TokenDelta]] = []  # (run id, delta) not yet drawn
@@ -135,25 +137,15 @@ class CollaborateScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield NavBar("collaborate")
+        # One row where it fits; below 100 columns the problem's name on a row of its own
+        # (with Run, docked right) and the settings, labels included, on the next (app.tcss).
         with Horizontal(id="toolbar"):
             yield Label("no problem", id="problem-label")
-            yield Label("scheme", classes="dim")
-            yield Select([(s, s) for s in listed_schemes()], value=DEFAULT_SCHEME,
-                         allow_blank=False, compact=True, id="scheme")
-            # What main is shown of the helper's work, where the scheme has a choice
-            # (`--main-sees`): hidden for the others.
-            yield Select([(f"sees {m}", m) for m in MAIN_SEES], value=MAIN_SEES[0],
-                         allow_blank=False, compact=True, id="sees", classes="sees")
-            yield Label("turns", classes="dim")
-            yield Select([(str(t), t) for t in (1, 2, 3)], value=1, allow_blank=False,
-                         compact=True, id="turns")
-            # The reward the verdict is scored with; blank: the one the loaded adapters were
-            # trained with, else the seed paper's for the scheme.
-            yield Label("reward", classes="dim")
-            yield Select([(r, r) for r in reward_names()], prompt="default", compact=True,
-                         id="reward")
             yield Button("Run", id="run-button", compact=True, variant="primary")
+            with Horizontal(id="settings"):
+                yield from self._settings()
         with TabbedContent(initial="tab-problem", id="tabs"):
+
             with TabPane("F7 Problem", id="tab-problem"):
                 with Horizontal():
                     with Vertical(id="browser"):
@@ -185,8 +177,27 @@ class CollaborateScreen(Screen[None]):
                                     id="program-pane"))
         yield Footer(compact=True, show_command_palette=False)
 
+    def _settings(self) -> ComposeResult:
+        yield Label("scheme", classes="dim")
+        yield Select([(s, s) for s in listed_schemes()], value=DEFAULT_SCHEME,
+                     allow_blank=False, compact=True, id="scheme")
+        # What main is shown of the helper's work, where the scheme has a choice
+        # (`--main-sees`): hidden for the others.
+        yield Select([(f"sees {m}", m) for m in MAIN_SEES], value=MAIN_SEES[0],
+                     allow_blank=False, compact=True, id="sees", classes="sees")
+        yield Label("turns", classes="dim")
+        yield Select([(str(t), t) for t in (1, 2, 3)], value=1, allow_blank=False,
+                     compact=True, id="turns")
+        # The reward the verdict is scored with; blank: the scheme's default (the seed
+        # paper's). Loaded adapters set it to the one they were trained with.
+        yield Label("reward", classes="dim")
+        yield Select([(r, r) for r in reward_names()], prompt="default", compact=True,
+                     id="reward")
+
     def on_mount(self) -> None:
         self.watch(self.app, "agents_state", self._agents_changed)
+        self.call_after_refresh(self._follow_adapters)  # the ones given on the command line
+        self.call_after_refresh(self.focus_search)  # typing searches from the first key
         self.call_after_refresh(self._watch_program_scroll)
         self.set_interval(FLUSH_EVERY, self._flush_deltas)
         self.call_after_refresh(self._highlight_editors)
@@ -215,6 +226,20 @@ class CollaborateScreen(Screen[None]):
         self.query_one("#program-marks", Static).update(
             marks_text(authors[first:first + editor.scrollable_content_region.height]))
 
+    def _main_in_view(self) -> None:
+        """Main's code in the program editor's view: at 80x24 the editor shows a few lines,
+        and the prompt's imports and the helper's code come first."""
+        editor = self.query_one("#program", TextArea)
+        attempt = self.attempt
+        if attempt is None:
+            return
+        authors = line_authors(editor.text, attempt.helper_code, attempt.main_code,
+                               original=attempt.program)
+        mains = [i for i, a in enumerate(authors) if a == "main"]
+        height = editor.scrollable_content_region.height
+        if mains and height and mains[-1] >= height:
+            editor.scroll_to(y=max(0, min(mains[0], mains[-1] - height + 1)), animate=False)
+
     def _highlight_editors(self) -> None:
         # After the first frame: each highlight query takes ~0.1 s to compile.
         style_code(self.query_one("#prompt", TextArea))
@@ -226,23 +251,32 @@ class CollaborateScreen(Screen[None]):
                 style_code(editor)
 
     def _agents_changed(self, state: str) -> None:
-        """Agents loaded: their adapters' training reward becomes the reward shown, unless
-        the user chose one (issue 42: credit-trained adapters were scored with the seed's)."""
-        if state != "ready" or self.reward_chosen:
-            return
-        from tui.runs import trained_reward
+        if state == "ready":
+            self._follow_adapters()
+
+    def _follow_adapters(self) -> None:
+        """New adapters: what their run was trained with (scheme, what main sees, reward)
+        becomes the toolbar's choice, said in a notification; the user may change it, and it
+        stays until other adapters load (issue 42: credit adapters scored with the seed's;
+        issue 55: the contract pair ran under sequential)."""
+        from coopcode import run_defaults, split_scheme, trained_with
 
         spec = self.app.session.spec  # type: ignore[attr-defined]
-        trained = trained_reward(spec.main_adapter) or trained_reward(spec.helper_adapter)
-        select = self.query_one("#reward", Select)
-        self._setting_reward = True
-        select.value = trained if trained else Select.NULL
-        self._setting_reward = False
-
-    @on(Select.Changed, "#reward")
-    def _reward_chosen(self) -> None:
-        if not self._setting_reward:
-            self.reward_chosen = True
+        adapters = (spec.helper_adapter, spec.main_adapter)
+        if adapters == self.defaults_for:
+            return
+        self.defaults_for = adapters
+        trained = trained_with(*adapters)
+        defaults = run_defaults(trained, set())
+        scheme, sees = split_scheme(defaults.scheme or DEFAULT_SCHEME)
+        if scheme not in listed_schemes():
+            scheme, sees = DEFAULT_SCHEME, MAIN_SEES[0]
+        self.query_one("#scheme", Select).value = scheme
+        self.query_one("#sees", Select).value = sees
+        self.query_one("#reward", Select).value = defaults.reward or Select.NULL
+        if trained is not None and defaults.said:
+            self.notify(f"{trained.run} was trained with {trained.words()}: the toolbar's "
+                        "choice now (change it there)", title="adapters", timeout=6)
 
     def reward_choice(self, scheme: str) -> tuple[str | None, str]:
         """(the reward to ask for, its name as shown): None asks for the scheme's default."""
@@ -268,6 +302,15 @@ class CollaborateScreen(Screen[None]):
         if wanted and self.problem is None:
             self.pick(wanted)
 
+    def focus_search(self, new: bool = False) -> None:
+        """The search box, on the Problem tab (where the screen opens, and `/` anywhere);
+        `new`: its text selected, so what is typed next is a new search (`/`, as in less)."""
+        show_tab(self.query_one("#tabs", TabbedContent), "tab-problem")
+        search = self.query_one("#search", Input)
+        search.focus()
+        if new:
+            search.select_all()
+
     @on(Input.Changed, "#search")
     def _search(self, event: Input.Changed) -> None:
         self.query_one("#problems", ProblemList).show_matching(event.value)
@@ -285,9 +328,11 @@ class CollaborateScreen(Screen[None]):
         """Show a problem: a task id of a listed set (HumanEval/0, compose/...) or a
         problem.py path."""
         try:
-            listed = self.query_one("#problems", ProblemList).problem(spec)
+            listing = self.query_one("#problems", ProblemList)
+            listed = listing.problem(spec)
             if listed is not None:
                 self._set_problem(listed, listed.prompt)
+                listing.highlight_problem(listed.task_id)  # in view: a compose one too
             elif spec.startswith(("HumanEval/", "compose/")) and not Path(spec).exists():
                 raise UserError(f"{spec}: no such task (the list holds every HumanEval and "
                                 "compose problem)")
@@ -610,12 +655,17 @@ class CollaborateScreen(Screen[None]):
             self.attempt = e
             for pane in self.query(AgentPane):
                 pane.finish()
+            # Each pane ends on the code that went into the program (what the model wrote
+            # around it, a stray `}` or a closing fence, is left out of both).
+            self.query_one("#helper-pane", AgentPane).show_final(e.helper_code)
+            self.query_one("#main-pane", AgentPane).show_final(e.main_code)
             if e.contract.strip():  # the contract as main saw it (a planner's body dropped)
                 contract = self.query_one("#contract-pane", ContractPane)
                 contract.show_contract(e.contract, contract.source)
             program = self.query_one("#program", TextArea)
             style_code(program)
             program.load_text(e.program)
+            self.call_after_refresh(self._main_in_view)
             self._show_marks()
             self.query_one("#summary", VerdictSummary).show_idle("running the tests in the sandbox…")
             show_tab(self.query_one("#tabs", TabbedContent), "tab-program", "#tests")
@@ -634,6 +684,7 @@ class CollaborateScreen(Screen[None]):
                 e.verdict, e.reward, coop, e.scheme, reruns=self.reruns,
                 reward_name=self.run_reward_name, agents=e.agents,
                 agent_rewards=e.agent_rewards)
+            self.call_after_refresh(self._main_in_view)  # the Program tab is laid out now
         elif isinstance(e, Failed):
             self.generating = self.testing = False
             for pane in self.query(AgentPane):

@@ -18,18 +18,24 @@ the function the problem asks for, free to call them. Every program runs in the 
 |---|---|
 | F1 | this help (Esc closes) |
 | ? | every key of the screen you are on (outside text fields) |
-| F2 F3 F4 F5 | Agents · Collaborate · Train · Bench screens |
+| F2 F3 F4 F5 | Agents · Collaborate · Train · Bench screens (from any widget, editors too) |
+| / | search the problems (Collaborate's search box), outside text fields |
 | Ctrl+P | command palette: every action by name |
 | Ctrl+T | light / dark theme |
 | Ctrl+Q | quit (asks whether to stop or detach running jobs) |
 | Tab / Shift+Tab | move between fields |
 
 **Agents (F2)**: the base model (catalog name, Hugging Face id or local folder) is loaded
-once and shared; each agent gets an adapter (none, or a run from `checkpoints/`).
+once and shared; a trained run sets both agents' adapters (a pair's helper and main, or one
+agent's), or each agent gets its own. Runs are found in `./checkpoints`, then in
+`$COOPCODE_CHECKPOINTS`, then in the cache (`~/.cache/coopcode/checkpoints`); a run's name or
+folder can be typed too. What the run was trained with (scheme, reward, what main sees)
+becomes Collaborate's choice, and Bench and Train start from it.
 
 | key | |
 |---|---|
 | Ctrl+R | load the chosen model and adapters (during a load: right after it) |
+| Ctrl+L | look for runs again, and say what was found where |
 
 **Collaborate (F3)**: pick a problem (HumanEval, or compose: two steps with a contract for
 aux; type to search), open a `problem.py`, or type or paste a prompt in the editor; choose
@@ -43,7 +49,8 @@ did on its own and whether both were needed.
 | Esc | cancel the generation, or the run waiting for the agents |
 | Ctrl+G | run the program (as edited) in the sandbox again (Ctrl+B too, outside tmux) |
 | F7 F8 F9 | the Problem · Agents · Program tabs |
-| a letter in the list | search (the letters go to the search box) |
+| type | the search box has the focus when the screen opens: typing searches at once |
+| a letter in the list | search (the letters go to the search box); ↑ on the first: the box |
 | Tab / Esc | leave the prompt editor (Esc leaves the program editor; Tab indents there) |
 | Ctrl+O / Ctrl+N | open a problem file / start a new prompt |
 | F6 / Ctrl+S | copy the program / save it to a file |

@@ -15,7 +15,7 @@ from textual.widgets import Static
 COMMON_KEYS: tuple[tuple[str, str], ...] = (
     ("Esc", "in an editor: leave it; in a dialog: No / Cancel"),
 )
-_NAMES = {"escape": "Esc", "question_mark": "?", "enter": "Enter", "tab": "Tab",
+_NAMES = {"escape": "Esc", "question_mark": "?", "slash": "/", "enter": "Enter", "tab": "Tab",
           "space": "Space", "delete": "Del", "pageup": "PgUp", "pagedown": "PgDn"}
 
 

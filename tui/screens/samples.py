@@ -19,6 +19,7 @@ from textual.widgets import Footer, Label, OptionList, Static, TabbedContent, Ta
 from textual.widgets.option_list import Option
 
 from coopcode import STATUS_STYLE, cooperation_of, format_terms
+from tui.widgets.fitted_table import wrap_name
 from tui.widgets.marked_program import LEGEND, MarkedProgram
 from tui.widgets.results import TestsTable, agent_lines, both_needed_text, has_contract
 from tui.widgets.tabs import show_tab
@@ -53,14 +54,21 @@ def _task_order(record: dict[str, Any]) -> tuple[str, int]:
     return (prefix, int(number)) if number.isdigit() else (str(record["task_id"]), 0)
 
 
-def sample_label(record: dict[str, Any]) -> Text:
-    """`✓ HumanEval/3 #0 sequential 7/7`."""
+def sample_label(record: dict[str, Any], width: int = 0) -> Text:
+    """`✓ HumanEval/3 #0 sequential 7/7`; wider than `width`, the task's id wraps at `_` and
+    `/` (compose ids reach 55 characters: folded, they were cut mid-word)."""
     verdict = record.get("verdict") or {}
     status = str(verdict.get("status", "?"))
     text = Text("✓ " if record.get("passed") else "✗ ", style=STATUS_STYLE.get(status, ""))
-    text.append(f"{record['task_id']} #{record.get('sample', 0)} ")
-    text.append(f"{record.get('scheme', '')} ", style="dim")
-    text.append(f"{verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)}")
+    rest = f" #{record.get('sample', 0)} {record.get('scheme', '')} "
+    figures = f"{verdict.get('n_passed', 0)}/{verdict.get('n_tests', 0)}"
+    task = str(record["task_id"])
+    if width and 2 + len(task) + len(rest) + len(figures) > width:
+        text.append("\n".join(wrap_name(task, width - 2, indent=2)) + "\n ")
+    else:
+        text.append(task)
+    text.append(rest, style="dim")
+    text.append(figures)
     return text
 
 
@@ -81,6 +89,7 @@ class SamplesScreen(ModalScreen[None]):
         super().__init__()
         self.run = run
         self.records = read_samples(run)
+        self._label_width = 0  # the list's labels are laid out for this width
 
     def compose(self) -> ComposeResult:
         with Vertical(id="samples-dialog"):
@@ -102,7 +111,24 @@ class SamplesScreen(ModalScreen[None]):
                         yield TestsTable(id="sample-tests")
         yield Footer(compact=True, show_command_palette=False)
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_labels)
+
+    def _fit_labels(self) -> None:
+        """The list's labels laid out for its width (long task ids over two lines)."""
+        listing = self.query_one("#sample-list", OptionList)
+        width = listing.scrollable_content_region.width - 2  # each option's padding
+        if width <= 0 or width == self._label_width:
+            return
+        self._label_width = width
+        highlighted = listing.highlighted
+        listing.clear_options()  # all at once: a bench has hundreds of samples
+        listing.add_options([Option(sample_label(r, width), id=str(i))
+                             for i, r in enumerate(self.records)])
+        listing.highlighted = highlighted
+
     def on_mount(self) -> None:
+        self.call_after_refresh(self._fit_labels)
         self.query_one("#sample-marked", MarkedProgram).border_subtitle = LEGEND
         if self.records:
             self.query_one("#sample-list", OptionList).highlighted = 0

@@ -9,10 +9,10 @@ from typing import Any
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.markup import escape
 from textual.suggester import SuggestFromList
-from textual.widgets import Button, Checkbox, Footer, Input, Label, RichLog, Select
+from textual.widgets import Button, Checkbox, Footer, Input, Label, RichLog, Select, Static
 
 from coopcode import (
     BUILT_IN_SETS,
@@ -24,6 +24,7 @@ from coopcode import (
     Started,
     TrainConfig,
     UserError,
+    get_scheme,
     list_checkpoints,
     option_args,
     term_keys,
@@ -44,6 +45,8 @@ from tui.widgets.ticks import TickBox
 PRESETS: dict[str, Any] = {"steps": 20}
 # Runs this short save every step, so a stopped demo run always leaves adapters.
 SHORT_RUN = 20
+FROM_BASE, FROM_LOADED = "base", "loaded"
+START_CHOICES = [("the base model", FROM_BASE), ("loaded (F2)", FROM_LOADED)]
 
 
 # What the plots show, from `coopcode train`'s Metric events: (metric key, curve name). The
@@ -61,6 +64,9 @@ def reward_curves(values: dict[str, float]) -> list[tuple[str, str]]:
 
 class TrainScreen(JobScreen):
     job_name = "training"
+    # Arriving, the focus is on a drop-down, not in a text field: `/` and `?` then work
+    # at once (in a field they are text).
+    AUTO_FOCUS = "#algo"
     BINDINGS = [
         Binding("ctrl+r", "start", "Start", id="train.start", priority=True),
         Binding("escape", "stop", "Stop", id="train.stop"),
@@ -84,11 +90,12 @@ class TrainScreen(JobScreen):
         self.total_steps = 0
         self.eta = ""
         self.reward_name = ""  # the run's reward, named beside each reward figure
+        self.defaults_for: tuple[str | None, str | None] | None = None  # (`_follow_agents`)
 
     def compose(self) -> ComposeResult:
         yield NavBar("train")
         with Horizontal(id="train-body"):
-            with Vertical(id="train-form", classes="form"):
+            with VerticalScroll(id="train-form", classes="form"):
                 yield from form_fields(TrainConfig, PRESETS)
                 # The scheme the pair trains under (`--scheme`): sequential, parallel, contract,
                 # plan and their +code variants; single is one agent (grpo, sft).
@@ -97,9 +104,16 @@ class TrainScreen(JobScreen):
                     yield Select([(s, s) for s in train_scheme_names()],
                                  value=TrainConfig().scheme, allow_blank=False, compact=True,
                                  id="scheme")
+                # Where the adapters start: the base model, or the ones loaded on F2
+                # (`--helper-init/--main-init`: what Collaborate runs, trained further).
+                with Horizontal(classes="field"):
+                    yield Label("start from", classes="field-label")
+                    yield Select(START_CHOICES, value=FROM_BASE, allow_blank=False, compact=True,
+                                 id="start-from")
+                yield Static("", id="start-note")
                 with Horizontal(classes="field"):
                     yield Label("run", classes="field-label")
-                    yield Input(time.strftime("tui-%Y%m%d-%H%M"), compact=True, id="run-name")
+                    yield Input(time.strftime("tui-%m%d-%H%M"), compact=True, id="run-name")
                 yield TickBox("resume the run", compact=True, id="resume")
                 yield from self.release_box()
                 with Horizontal(classes="buttons"):
@@ -131,6 +145,59 @@ class TrainScreen(JobScreen):
         self.set_interval(2.0, self._show_idle)
         self._show_idle()
         self.watch(self.app, "agents_state", lambda _s: self.propose_release(), init=True)
+        self.watch(self.app, "agents_state", self._agents_changed, init=True)
+
+    # -- the agents: as Collaborate has them, and their run's recipe -------------------------
+
+    def _agents_changed(self, state: str) -> None:
+        if state in ("ready", "idle", "error"):
+            self._follow_agents()
+
+    def loaded_adapters(self) -> tuple[str | None, str | None]:
+        """The (helper, main) adapter folders loaded on F2."""
+        from coopcode import resolve_adapter_path
+
+        spec = self.app.session.spec  # type: ignore[attr-defined]
+        return (resolve_adapter_path(spec.helper_adapter, "helper"),
+                resolve_adapter_path(spec.main_adapter, "main"))
+
+    def _follow_agents(self) -> None:
+        """The form starts from what Collaborate has loaded: its adapters as the start (the
+        run trained further), and the recipe they were trained with (algorithm, scheme,
+        reward, data), all shown and changeable; taken again only when other adapters load."""
+        from coopcode import trained_with
+
+        adapters = self.loaded_adapters()
+        self._show_start(adapters)
+        if adapters == self.defaults_for or self.busy:
+            return
+        self.defaults_for = adapters
+        start = self.query_one("#start-from", Select)
+        start.value = FROM_LOADED if any(adapters) else FROM_BASE
+        trained = trained_with(*adapters)
+        if trained is None:
+            return
+        if trained.algorithm in ("magrpo", "grpo"):
+            self.query_one("#algo", Select).value = trained.algorithm
+        if trained.scheme in train_scheme_names() and trained.algorithm != "grpo":
+            self.query_one("#scheme", Select).value = trained.scheme
+        self.query_one("#reward", Select).value = trained.reward or Select.NULL
+        if trained.problems:
+            self.query_one("#problems", Input).value = trained.problems
+        self.notify(f"{trained.run}: {trained.algorithm}, {trained.words()}, data "
+                    f"{trained.problems or '?'} (as trained; change them here)",
+                    title="training", timeout=6)
+
+    @on(Select.Changed, "#start-from")
+    def _start_changed(self) -> None:
+        self._show_start(self.loaded_adapters())
+
+    def _show_start(self, adapters: tuple[str | None, str | None]) -> None:
+        from tui.widgets.nav import adapters_name
+
+        loaded = str(self.query_one("#start-from", Select).value) == FROM_LOADED and any(adapters)
+        self.query_one("#start-note", Static).update(
+            adapters_name(*adapters) if loaded else "fresh adapters on the base model")
 
     def _show_idle(self) -> None:
         """Before any run: what starting one costs in memory (tui.memory)."""
@@ -143,6 +210,13 @@ class TrainScreen(JobScreen):
         session = self.app.session  # type: ignore[attr-defined]
         values = form_values(self, TrainConfig)
         values["scheme"] = str(self.query_one("#scheme", Select).value)
+        if str(self.query_one("#start-from", Select).value) == FROM_LOADED:
+            # The loaded adapters as the start (`--helper-adapter`/`--main-adapter` of train),
+            # each for an agent the run trains (GRPO: main alone).
+            roles = get_scheme(TrainConfig(**values).collab_scheme).roles
+            for role, path in zip(("helper", "main"), self.loaded_adapters(), strict=True):
+                if path and role in roles:
+                    values[f"{role}_init"] = path
         config = TrainConfig(**values)
         config.validate()
         if needs_contract(config.collab_scheme):

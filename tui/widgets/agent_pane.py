@@ -39,6 +39,7 @@ class AgentPane(Vertical):
         self.finished: float | None = None
         self.state = "idle"  # idle, streaming, done, cancelled
         self.turn = 0
+        self.turn_start = 0  # where the current turn's text begins in `text`
 
     def compose(self) -> ComposeResult:
         # No language yet: compiling the highlight query costs ~0.1 s per editor, paid at the
@@ -55,7 +56,7 @@ class AgentPane(Vertical):
         return self.query_one(TextArea)
 
     def reset(self) -> None:
-        self.text, self.tokens, self.turn = "", 0, 0
+        self.text, self.tokens, self.turn, self.turn_start = "", 0, 0, 0
         self.started = self.finished = None
         self.state = "idle"
         view = self.code_view
@@ -72,11 +73,25 @@ class AgentPane(Vertical):
             # A turn starts: mark revision turns so the two versions read apart.
             head = f"\n# ── turn {turn} ──\n" if self.turn else ""
             self.turn = turn
+            self.turn_start = len(self.text) + len(head)
             delta = head + delta
         self.text += delta
         self.tokens += tokens
         view = self.code_view
         view.insert(delta, view.document.end, maintain_selection_offset=False)
+        view.scroll_end(animate=False)
+
+    def show_final(self, code: str) -> None:
+        """The last turn as the code that went into the program, where the model wrote more
+        around it (a closing fence, a stray `}`): the pane shows what was run."""
+        if self.started is None or not code.strip():
+            return
+        written = self.text[self.turn_start:]
+        if written.strip() == code.strip():
+            return
+        self.text = self.text[:self.turn_start] + code.rstrip() + "\n"
+        view = self.code_view
+        view.load_text(self.text)
         view.scroll_end(animate=False)
 
     def finish(self, state: str = "done") -> None:

@@ -1,4 +1,4 @@
-"""A table that keeps every figure in view: labels give way (optional ones drop, the name is cut)."""
+"""A table that keeps every figure in view: labels give way (optional ones drop, the name wraps)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from textual.widgets import DataTable
 class FittedTable(DataTable[Any]):
     """Rows of text where the label columns give way so the figures stay in view.
 
-    Column `flexible` (a name) takes what the others leave; where it would be cut, the
+    Column `flexible` (a name) takes what the others leave; where it would not fit, the
     `optional` columns (labels a user can do without, like the algorithm) are dropped
-    first. At 80 columns a long run name may be cut, never the step or the reward beside
-    it. Refit on resize."""
+    first, then the name wraps over two lines (`magrpo-credit-` / `  0.5b-seed1`): cut from
+    the middle, two runs read alike at 80 columns (`magrpo-c….5b-seed1`, issue 55). The step
+    and the reward beside it are never cut. Refit on resize."""
 
     def __init__(self, *, flexible: int = 0, optional: tuple[int, ...] = (), **kw: Any) -> None:
         super().__init__(**kw)
@@ -36,14 +37,15 @@ class FittedTable(DataTable[Any]):
                 keep.remove(i)
         flex = widths[self.flexible]
         if room > 0 and needed() > room:
-            flex = max(6, flex - (needed() - room))
+            flex = max(10, flex - (needed() - room))
         self.columns_shown = keep
         self.clear(columns=True)
         for i in keep:
             self.add_column(header[i], width=flex if i == self.flexible else widths[i])
         for row in rows:
-            self.add_row(*(middle_cut(row[i], flex) if i == self.flexible else row[i]
-                           for i in keep))
+            name = wrap_name(row[self.flexible], flex, indent=1)
+            self.add_row(*("\n".join(name) if i == self.flexible else row[i] for i in keep),
+                         height=len(name))
 
     def on_resize(self) -> None:
         if self.header:  # after the layout settles: its content region is the new one then
@@ -56,3 +58,37 @@ def middle_cut(text: str, width: int) -> str:
         return text
     head = (width - 1) // 2
     return text[:head] + "…" + text[len(text) - (width - 1 - head):]
+
+
+def wrap_name(text: str, width: int, indent: int = 2) -> list[str]:
+    """A long identifier over lines of at most `width`, broken after `_`, `-`, `/` or a space
+    (`all_prefixes_of_` / `  anti_shuffle`), the lines after the first indented; a piece
+    longer than a line is split where it must. Whole: no part of the name is dropped."""
+    if width <= indent + 4 or len(text) <= width:
+        return [text]
+    pieces: list[str] = []
+    piece = ""
+    for ch in text:
+        piece += ch
+        if ch in "_-/ ":
+            pieces.append(piece)
+            piece = ""
+    if piece:
+        pieces.append(piece)
+    lines: list[str] = []
+    line = ""
+    for piece in pieces:
+        room = width - (indent if lines else 0)
+        if line and len(line) + len(piece) > room:
+            lines.append(line)
+            line = ""
+            room = width - indent
+        while len(piece) > room:  # a piece longer than a line: cut it where it must
+            take = room - len(line)
+            lines.append(line + piece[:take])
+            line, piece = "", piece[take:]
+            room = width - indent
+        line += piece
+    if line:
+        lines.append(line)
+    return [lines[0]] + [" " * indent + rest for rest in lines[1:]]

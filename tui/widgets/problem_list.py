@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual import events
 from textual.widgets import Input, OptionList
-from textual.widgets.option_list import Option
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from coopcode import Problem
+from tui.widgets.fitted_table import wrap_name
 
 # The sets the list shows, in order (`coopcode.problems.BUILT_IN_SETS` names them all; the
 # HumanEval splits and compose:all would list the same problems again).
@@ -28,12 +29,13 @@ def load_listed_sets() -> list[tuple[str, list[Problem]]]:
     return [(name, load_problems(name)) for name in LISTED_SETS]
 
 
-def problem_label(problem: Problem) -> str:
-    """`  0 has_close_elements` for HumanEval; the entry point alone elsewhere."""
+def problem_label(problem: Problem, width: int = 0) -> str:
+    """`  0 has_close_elements` for HumanEval; the entry point alone elsewhere. Wider than
+    `width`: over lines broken at `_` (compose names reach 47 characters), never cut."""
     number = problem.task_id.removeprefix("HumanEval/")
     if number.isdigit():
-        return f"{number:>3} {problem.entry_point}"
-    return problem.entry_point
+        return "\n".join(wrap_name(f"{number:>3} {problem.entry_point}", width, indent=4))
+    return "\n".join(wrap_name(problem.entry_point, width, indent=2))
 
 
 def set_heading(name: str, shown: int, total: int) -> Text:
@@ -49,6 +51,8 @@ class ProblemList(OptionList):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.sets: list[tuple[str, list[Problem]]] = []
+        self.query_shown = ""
+        self.wrap_width = 0  # the names' lines are this wide (0: not laid out yet)
 
     def set_problems(self, sets: Sequence[tuple[str, list[Problem]]]) -> None:
         self.sets = list(sets)
@@ -60,6 +64,7 @@ class ProblemList(OptionList):
 
     def show_matching(self, query: str) -> None:
         """The problems matching `query` (all for ''), the first one highlighted."""
+        self.query_shown = query
         q = query.strip().lower()
         options: list[Option] = []
         for name, problems in self.sets:
@@ -69,23 +74,63 @@ class ProblemList(OptionList):
             if not found:
                 continue
             options.append(Option(set_heading(name, len(found), len(problems)), disabled=True))
-            options += [Option(problem_label(p), id=p.task_id) for p in found]
+            options += [Option(problem_label(p, self.wrap_width), id=p.task_id) for p in found]
         self.clear_options()
         self.add_options(options)
         first = next((i for i, o in enumerate(options) if not o.disabled), None)
         self.highlighted = first
+
+    def on_resize(self) -> None:
+        # Each option's padding takes a column on either side; a scrollbar's width is left
+        # out whether one shows or not (else its coming and going would re-wrap the names).
+        width = max(0, self.size.width - self.styles.scrollbar_size_vertical - 2)
+        if width != self.wrap_width and self.sets:
+            self.wrap_width = width
+            current = self.highlighted_option.id if self.highlighted_option else None
+            self.show_matching(self.query_shown)
+            if current:
+                self.highlight_problem(current)
+        self.wrap_width = width
 
     @property
     def problem_count(self) -> int:
         """The problems shown (the headings left out)."""
         return sum(1 for i in range(self.option_count) if not self.get_option_at_index(i).disabled)
 
+    def highlight_problem(self, task_id: str) -> None:
+        """Highlight `task_id` (scrolled into view), the search cleared if it hid it."""
+        for attempt in range(2):
+            try:
+                self.highlighted = self.get_option_index(task_id)
+                return
+            except OptionDoesNotExist:
+                if attempt == 0:
+                    self.screen.query_one("#search", Input).value = ""
+                    self.show_matching("")
+
+    def action_cursor_down(self) -> None:
+        """Down stops at the last problem (OptionList wraps to the first: 20 Downs in a list
+        of 14 landed on the 6th)."""
+        following = [i for i in range((self.highlighted or 0) + 1, self.option_count)
+                     if not self.get_option_at_index(i).disabled]
+        if self.highlighted is None or following:
+            super().action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        """Up stops at the first problem; from there it goes up to the search box."""
+        earlier = [i for i in range(0, self.highlighted or 0)
+                   if not self.get_option_at_index(i).disabled]
+        if self.highlighted is not None and not earlier:
+            self.screen.query_one("#search", Input).focus()
+            return
+        super().action_cursor_up()
+
     def on_key(self, event: events.Key) -> None:
         search = self.screen.query_one("#search", Input)
         if event.key == "backspace":
             text = search.value[:-1]
-        elif event.is_printable and event.character and event.character != "?":
-            text = search.value + event.character  # `?` stays the keys overlay
+        elif event.is_printable and event.character and event.character not in "?/":
+            text = search.value + event.character  # `?` the keys overlay, `/` the search box
         else:
             return
         event.stop()

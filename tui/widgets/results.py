@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import replace
 from typing import Any
 
@@ -13,31 +14,79 @@ from coopcode import STATUS_STYLE, Cooperation, format_terms, get_scheme, has_he
 
 
 class TestsTable(DataTable[Any]):
-    """One row per test: number, result, the test source and the message."""
+    """One row per test: number, result, the test source and the message (what the program
+    returned, where the sandbox has it). Where a row is wider than the table (80 columns),
+    the test and the message wrap within their columns rather than run off its edge."""
 
     __test__ = False  # not a pytest class, despite the name
 
     COLUMNS = ("#", "result", "test", "message")
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.verdict: dict[str, Any] = {}
 
     def on_mount(self) -> None:
         self.cursor_type = "row"
         self.zebra_stripes = True
         self.add_columns(*self.COLUMNS)
 
+    def on_resize(self) -> None:
+        if self.verdict:  # after the layout settles: the new width is known then
+            self.call_after_refresh(self.show, self.verdict)
+
     def show(self, verdict: dict[str, Any]) -> None:
+        self.verdict = verdict
         rows = []
         for t in verdict.get("tests", []):
             msg = f"{t['error_type']}: {t['message']}" if t.get("error_type") else t.get("message", "")
             rows.append((str(t["index"] + 1), Text(t["status"], style=STATUS_STYLE.get(t["status"], "")),
                          " ".join(t["source"].split()), " ".join(msg.split())))
+        widths = [max([len(label), *(c.cell_len if isinstance(c, Text) else len(c)
+                                     for c in (r[i] for r in rows))])
+                  for i, label in enumerate(self.COLUMNS)]
+        said = any(r[3] for r in rows)  # no message at all (every test passed): no column
+        if not said:
+            widths[3] = -2  # with its padding, it takes no room
+        # The width less a scrollbar's, whether one shows or not: a refit when the scrollbar
+        # comes or goes would give another layout (and a snapshot taken between, a third).
+        room = self.size.width - self.styles.scrollbar_size_vertical if self.size.width else 0
+        test_w, msg_w = _fit_text_columns(widths, room)
         # Explicit widths measured here: auto widths were seen to keep the header's width
         # when the table is refilled while on screen.
         self.clear(columns=True)
-        for i, label in enumerate(self.COLUMNS):
-            cells = [c.cell_len if isinstance(c, Text) else len(c) for c in (r[i] for r in rows)]
-            self.add_column(label, width=min(max([len(label), *cells]), 120))
-        for row in rows:
-            self.add_row(*row)
+        shown = zip(self.COLUMNS, (widths[0], widths[1], test_w, msg_w), strict=True)
+        for label, width in list(shown)[:4 if said else 3]:
+            self.add_column(label, width=width)
+        for number, status, source, msg in rows:
+            source_lines = _wrap(source, test_w)
+            msg_lines = _wrap(msg, msg_w) if said else []
+            cells = [number, status, "\n".join(source_lines)] + (["\n".join(msg_lines)] if said else [])
+            self.add_row(*cells, height=max(len(source_lines), len(msg_lines)))
+
+
+def _fit_text_columns(widths: list[int], room: int) -> tuple[int, int]:
+    """The test's and the message's column widths: as wide as their text where the table
+    has the room (`room` columns, a scrollbar's left out; 0: not laid out, no limit but
+    120), else sharing what the number and the result leave, the message at least a third."""
+    test, message = min(widths[2], 120), min(widths[3], 120)
+    if room <= 0:
+        return test, max(message, 0)
+    # Each cell pads 1+1 (a message column of -2: none, no padding either).
+    left = room - sum(w + 2 for w in widths[:2]) - 2 - (message + 2 if message < 0 else 2)
+    if message < 0:
+        return max(10, min(test, left)), 0
+    if test + message <= left:
+        return test, message
+    message = min(message, max(left // 3, left - test, 10))
+    return max(10, left - message), message
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """`text` over lines of `width` (at spaces where it can), at least one line."""
+    if len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width, break_on_hyphens=False) or [""]
 
 
 def _share(value: Any) -> str:
