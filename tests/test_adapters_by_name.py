@@ -111,7 +111,7 @@ def test_a_pairs_run_given_to_one_agent_is_refused_with_the_flag_to_use(outside:
 
 def test_the_contract_error_names_flags_solve_has(outside: Path, tmp_path: Path):
     done = run(outside, tmp_path, "solve", "HumanEval/0", "--scheme", "contract")
-    assert_one_line_error(done, "HumanEval/0 has no contract for aux", "compose/NAME",
+    assert_one_line_error(done, "needs a contract for aux, and HumanEval/0 has none", "compose/NAME",
                           "--scheme plan")
     assert "--problems" not in done.stderr  # solve has no --problems
     # Where the scheme was the run's, the line says so.

@@ -118,8 +118,8 @@ def check_problems_fit(schemes: tuple[str, ...] | list[str], problems: list[Prob
             continue
         missing = [p.task_id for p in problems if p.contract is None]
         if missing and len(problems) == 1:
-            raise UserError(f"{missing[0]} has no contract for aux, which the {name} scheme "
-                            f"needs: {remedy}")
+            raise UserError(f"the {name} scheme needs a contract for aux, and {missing[0]} "
+                            f"has none: {remedy}")
         if missing:
             raise UserError(f"the {name} scheme needs a contract for aux, and {len(missing)} of "
                             f"{len(problems)} problems have none (first: {missing[0]}): {remedy}")
