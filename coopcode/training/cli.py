@@ -236,12 +236,18 @@ def _figure(values: dict[str, float], key: str, fmt: str) -> str:
 @checkpoints_app.command("list")
 @config_options
 def checkpoints_list(folder: RunsFolder, as_json: JsonOutput) -> None:
-    """The runs in checkpoints/: algorithm, base model, step, recent reward, adapters, path.
+    """The trained runs: algorithm, base model, step, recent reward, adapters, path.
 
-    On a terminal a table; piped, a header and one tab-separated line per run, nothing cut
+    Runs are looked for in ./checkpoints, then each folder of $COOPCODE_CHECKPOINTS
+    (`:`-separated), then $COOPCODE_CACHE/checkpoints (default ~/.cache/coopcode/checkpoints);
+    a name in two of them is the first one's. `--dir` reads one folder. With no run anywhere,
+    one error naming the places looked in, exit 2 (`--json` too). On a terminal a table;
+    piped, a header and one tab-separated line per run, nothing cut
     (`coopcode checkpoints list | grep my-run`); the reward is the recent mean with the name
-    of the reward it is measured in. `--json` keys: name, path, algorithm, base, step,
-    total_steps, reward_mean, reward_name, adapters, resumable_step, manifest.
+    of the reward it is measured in. A run that kept a validated step shows
+    `kept 45; last 90/90` (helper/ and main/ are step 45's, last/ the last step's). `--json`
+    keys: name, path, algorithm, base, step, kept_step, total_steps, reward_mean,
+    reward_name, adapters, resumable_step, manifest.
     """
     from coopcode.display.listing import print_listing
     from coopcode.training.saved_runs import DEFAULT_ROOT, check_root, list_checkpoints
