@@ -164,10 +164,13 @@ class TrainConfig:
     # -- validation ------------------------------------------------------------------------
     eval_every: int | None = option(
         None, "Bench the agents on --eval-problems at step 0, every N steps and at the last "
-        "step (off unless given): val/* in metrics.jsonl, samples in RUN/validation/.",
-        at_least=1)
-    eval_problems: str = option("humaneval:val", "Validation problems: humaneval[:split] "
-                                "(val is held out of fit, not of train), a .jsonl, a .py or a folder.")
+        "step (off unless given): val/* in metrics.jsonl, samples in RUN/validation/; the "
+        "run's adapters are then its best validated step (--keep-step).",
+        at_least=1, label="validate every", form=10)
+    eval_problems: str | None = option(
+        None, "Validation problems: humaneval[:split] (val is held out of fit, not of train), "
+        "a .jsonl, a .py or a folder [default: the val split of --problems' set where it has "
+        "one (compose:train -> compose:val), else humaneval:val].")
     eval_n: int = option(2, "Samples per validation problem (val/pass@1 is their pass rate).",
                          at_least=1)
     eval_limit: int | None = option(None, "Only the first N validation problems.", at_least=1)
@@ -217,6 +220,17 @@ class TrainConfig:
         from coopcode.rewards import resolve_reward
 
         return resolve_reward(self.reward, self.collab_scheme).credit
+
+    @property
+    def validation_problems(self) -> str:
+        """`eval_problems`, or the val split of the training set's (`compose:train` ->
+        `compose:val`), else `humaneval:val`."""
+        if self.eval_problems:
+            return self.eval_problems
+        from coopcode.problems import BUILT_IN_SETS
+
+        val = f"{self.problems.split(':', 1)[0]}:val"
+        return val if any(name == val for name, _ in BUILT_IN_SETS) else "humaneval:val"
 
     def lr_of(self, role: str) -> float:
         """The learning rate of an agent: its own where given, else `learning_rate`."""

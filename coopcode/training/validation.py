@@ -68,11 +68,11 @@ def prune(out: Path, step: int) -> None:
 
 def load_eval_problems(config: TrainConfig) -> list[Problem]:
     """The validation problems (the first `eval_limit`), or a UserError naming the flag."""
-    problems = load_problems(config.eval_problems)
+    problems = load_problems(config.validation_problems)
     if config.eval_limit is not None:
         problems = problems[:config.eval_limit]
     if not problems:
-        raise UserError(f"{flag('eval_problems')} {config.eval_problems}: no problems to "
+        raise UserError(f"{flag('eval_problems')} {config.validation_problems}: no problems to "
                         "evaluate on")
     return problems
 
@@ -82,7 +82,7 @@ def bench_config(config: TrainConfig, label: str) -> BenchConfig:
     temperature and top-p (its defaults, 0.8 and 0.95, whatever the run samples with: runs
     of different recipes are evaluated alike, and the figures compare with `coopcode bench`'s)."""
     return BenchConfig(ks=(1,), n=config.eval_n,
-                       problems=config.eval_problems, schemes=(config.collab_scheme,),
+                       problems=config.validation_problems, schemes=(config.collab_scheme,),
                        max_new_tokens=config.max_new_tokens, seed=config.seed,
                        turns=config.turns, timeout=config.timeout, label=label,
                        reward=config.reward)

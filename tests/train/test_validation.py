@@ -284,7 +284,19 @@ def test_runs_saved_before_validation_load_with_it_off() -> None:
         assert TrainConfig.from_dict(saved[path]).eval_every is None, path
     for path, fields in saved.items():
         assert TrainConfig.from_dict(fields).eval_every == fields.get("eval_every"), path
-    assert TrainConfig().eval_problems == "humaneval:val" and TrainConfig().eval_n == 2
+    assert TrainConfig().validation_problems == "humaneval:val" and TrainConfig().eval_n == 2
+
+
+@pytest.mark.parametrize(("problems", "given", "validated_on"), [
+    ("humaneval:train", None, "humaneval:val"),
+    ("compose:train", None, "compose:val"),  # the set's own val split, not HumanEval's
+    ("compose:train", "compose:test", "compose:test"),  # as given
+    ("my_problems.jsonl", None, "humaneval:val"),
+])
+def test_validation_problems_follow_the_training_set(problems: str, given: str | None,
+                                                     validated_on: str) -> None:
+    config = TrainConfig(problems=problems, eval_problems=given)
+    assert config.validation_problems == validated_on
 
 
 def _pixels(path: Path) -> bytes:

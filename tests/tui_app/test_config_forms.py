@@ -32,9 +32,11 @@ def labels(screen: Any, cls: type) -> list[str]:
 
 @pytest.mark.parametrize(("mode", "cls", "typed", "expected"), [
     ("train", TrainConfig, {"group-size": "3", "learning-rate": "0.001", "problems": "examples"},
-     # steps: the form's preset; a run that short saves every step
-     TrainConfig(group_size=3, learning_rate=0.001, problems="examples", steps=20, save_every=1)),
-    ("train", TrainConfig, {"reward": "coop", "group-size": "2"},  # the reward, chosen by name
+     # steps and validation: the form's presets; a run that short saves every step
+     TrainConfig(group_size=3, learning_rate=0.001, problems="examples", steps=20, save_every=1,
+                 eval_every=10)),
+    ("train", TrainConfig, {"reward": "coop", "group-size": "2", "eval-every": ""},
+     # the reward, chosen by name; validation blanked: none
      TrainConfig(group_size=2, reward="coop", steps=20, save_every=1)),
     ("bench", BenchConfig, {"ks": "1,2", "n": "2", "temperature": "0.2", "limit": ""},
      BenchConfig(ks=(1, 2), n=2, temperature=0.2, limit=None)),

@@ -146,7 +146,8 @@ def test_a_trained_pair_by_name_from_another_folder_reaches_its_verdict_with_no_
     tmux.run("new-session", "-d", "-s", tmux.name, "-x", "80", "-y", "24", command)
     screen = tmux.wait_for("compose-magrpo-0.5b (helper+main)", "sandbox: process", timeout=30)
     screen = tmux.wait_for("scheme contract", "reward own", timeout=15)  # the pair's, labelled
-    tmux.wait_for("has_close_elem", timeout=30)
+    # the problem list is filled (its names wrap at `_` where the column is narrow)
+    tmux.wait_for("HumanEval 164", "has_close_", timeout=30)
     tmux.keys(*"prefixes_of_anti")  # typed at once: the search box has the focus
     tmux.wait_for("all_prefixes_of_anti_", "1 of 88", timeout=15)
     tmux.keys("Enter")

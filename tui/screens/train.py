@@ -42,7 +42,9 @@ from tui.widgets.ticks import TickBox
 
 # The form shows TrainConfig's `form=N` fields. Steps has no library default (one epoch):
 # the form proposes a short run.
-PRESETS: dict[str, Any] = {"steps": 20}
+# It validates every 10 steps (at 0, 10 and 20): the run's adapters are then its best
+# validated step, not whatever the last step left (blank the field to train without).
+PRESETS: dict[str, Any] = {"steps": 20, "eval_every": 10}
 # Runs this short save every step, so a stopped demo run always leaves adapters.
 SHORT_RUN = 20
 FROM_BASE, FROM_LOADED = "base", "loaded"
