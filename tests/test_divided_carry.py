@@ -81,10 +81,13 @@ def test_a_packed_run_holds_what_resume_needs_and_no_more(runs: dict[str, Path])
             "validation/step-000000/summary.json", "validation/step-000002/samples.jsonl.gz",
             "validation/step-000002/adapters/main/adapter_model.safetensors",
             "validation/step-000002/adapters/helper/adapter_model.safetensors"} <= names
-    # Step 0's adapters are the warm start (here: none), the top-level adapters are the
-    # state's, and the bench folders' reports are rewritten by the next evaluation.
-    assert not any(n.startswith(("validation/step-000000/adapters", "helper/", "main/"))
-                   for n in names), names
+    # The run keeps its best validated step (--keep-step best): it publishes that step's
+    # adapters from its evaluation's, so every evaluation's are carried, step 0's too; the
+    # top-level adapters are not (the resumed run publishes them again), and the bench
+    # folders' reports are rewritten by the next evaluation.
+    assert json.loads((runs["stopped"] / "manifest.json").read_text())["last"] == "last"
+    assert "validation/step-000000/adapters/main/adapter_model.safetensors" in names
+    assert not any(n.startswith(("helper/", "main/", "last/")) for n in names), names
     assert not any(n.endswith((".png", ".md")) for n in names), names
 
 

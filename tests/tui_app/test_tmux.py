@@ -68,7 +68,7 @@ def test_tui_in_tmux_streams_code_and_shows_test_results(tmux: Tmux, tmp_path: P
     tmux.run("new-session", "-d", "-s", tmux.name, "-x", "80", "-y", "24", command)
     tmux.wait_for("F3 Collaborate", timeout=30)
     first_frame = time.monotonic() - started
-    tmux.wait_for("has_close_elements", timeout=30)
+    tmux.wait_for("HumanEval 164", "has_close_", timeout=30)  # names wrap at `_` when narrow
     tmux.wait_for("scripted-demo", timeout=30)  # the agents are loaded
     print(f"first frame after {first_frame:.2f}s")
     tmux.keys("C-r")
@@ -103,7 +103,7 @@ def test_the_main_flow_by_keys_alone_shows_the_run_and_its_verdict(tmux: Tmux, t
                f"--sandbox process; sleep 30")
     tmux.run("new-session", "-d", "-s", tmux.name, "-x", "80", "-y", "24", command)
     tmux.wait_for("scripted-demo", timeout=30)  # the agents are loaded
-    tmux.wait_for("has_close_elem", timeout=30)  # the problem list is filled
+    tmux.wait_for("HumanEval 164", "has_close_", timeout=30)  # the problem list is filled
     # The focus starts in the search box (issue 55: it sat on the scheme, three Tabs away).
     tmux.keys("s", "t", "r", "l", "e", "n")
     tmux.wait_for("23 strlen", timeout=15)

@@ -19,10 +19,19 @@ case "$what" in
     [ -n "$state" ] || { echo "carry_run: $src has no saved trainer state" >&2; exit 1; }
     rm -rf "${dest:?}.partial"
     bash "$(dirname "$0")/keep_run.sh" "$src" "$dest.partial"  # the record, as docs keep one
-    # The adapters of an evaluation the step rule can no longer pick are left behind.
-    for step in $(.venv/bin/python "$(dirname "$0")/chosen_step.py" --choosable "$src" 2>/dev/null); do
+    # The adapters of an evaluation the step rule can no longer pick are left behind. A run
+    # that keeps its best validated step itself (manifest `kept`, --keep-step best) publishes
+    # them from its evaluations: every evaluation's are carried, step 0's included.
+    if grep -q '"last": "last"' "$src/manifest.json" 2>/dev/null; then
+      choosable=$(ls -d "$src"/validation/step-*/adapters 2>/dev/null | sed 's#.*/step-0*\([0-9][0-9]*\)/adapters#\1#; s#^$#0#')
+      keeps_best=1
+    else
+      choosable=$(.venv/bin/python "$(dirname "$0")/chosen_step.py" --choosable "$src" 2>/dev/null)
+      keeps_best=0
+    fi
+    for step in $choosable; do
       v=$(printf '%s/validation/step-%06d' "$src" "$step")
-      if [ "$step" != 0 ] && [ -d "$v/adapters" ]; then
+      if { [ "$step" != 0 ] || [ "$keeps_best" = 1 ]; } && [ -d "$v/adapters" ]; then
         cp -r "$v/adapters" "$dest.partial/validation/$(basename "$v")/adapters"
       fi
     done
