@@ -160,6 +160,12 @@ def keeps_best(config: TrainConfig) -> bool:
     return bool(config.eval_every) and config.keep_step == "best"
 
 
+def last_dir(config: TrainConfig) -> str:
+    """Where a save publishes the last step's adapters: last/ where the top level holds the
+    kept step's, else the top level itself ('')."""
+    return ckpt.LAST_DIR if keeps_best(config) else ""
+
+
 @dataclass
 class _Checkpointer:
     """Saves a resumable state of the run and publishes its adapters and manifest."""
@@ -202,8 +208,7 @@ class _Checkpointer:
                 "runtime": runtime()}
         final = ckpt.save_state(out, step, self.trainer.state_dict(), write_adapters, info,
                                 keep=config.keep_checkpoints)
-        ckpt.publish_adapters(out, final, self.names,
-                              into=ckpt.LAST_DIR if keeps_best(config) else "")
+        ckpt.publish_adapters(out, final, self.names, into=last_dir(config))
         last = log.history[-1] if log.history else {}
         metrics = {"reward_mean": log.recent("reward/mean"), "pass_rate": log.recent("pass_rate"),
                    "window": min(10, len(log.history)),
@@ -215,7 +220,7 @@ class _Checkpointer:
             algorithm=config.algo, config=config.to_dict(), step=step, total_steps=self.total,
             metrics=metrics, adapters=self.names, run=out.name) | {
                 "runtime": runtime(), "kept": self.kept, "stopped_early": self.stopped_early,
-                "last": ckpt.LAST_DIR if keeps_best(config) else None})
+                "last": last_dir(config) or None})
         self.emit(Log(message=f"checkpoint step {step}: {out}"))
 
 
@@ -253,8 +258,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: A
     total = trainer.total_steps
     names = list(trainer.adapter_names().values())
     if state_dir is not None:
-        _restore(trainer, state_dir, names, out, publish=ranks.main,
-                 into=ckpt.LAST_DIR if keeps_best(config) else "")
+        _restore(trainer, state_dir, names, out, publish=ranks.main, into=last_dir(config))
     if ranks.main:
         for name in ("metrics.jsonl", "samples.jsonl"):
             ckpt.truncate_metrics(out / name, trainer.step)

@@ -54,7 +54,7 @@ class CheckpointInfo:
 
     @property
     def step_words(self) -> str:
-        """`45/90` or, where a validated step is kept, `kept 15 (best); last 45/90`."""
+        """`45/90` or, where a validated step is kept, `kept 15; last 45/90`."""
         done = "?" if self.step is None else f"{self.step}/{self.total_steps or '?'}"
         if self.kept_step is None:
             return done

@@ -187,8 +187,6 @@ def keep(found: Sequence[Mapping[str, Any]], rule: str = "best") -> dict[str, An
             best = int(choice.best.split()[-1])
             preferred = choice.preferred is not None
             step = best if preferred else min([best, *(int(t.split()[-1]) for t in choice.tied)])
-        elif len(by_step) == 1:
-            best = step
     figures = by_step[step].get("figures", {})
     return {"step": step, "rule": rule, "best": best, "preferred": preferred,
             "val/pass@1": figures.get("val/pass@1"), "val/pass@1_se": figures.get("val/pass@1_se")}
