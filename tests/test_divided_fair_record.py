@@ -1,0 +1,61 @@
+"""The figures docs/divided-fair/RECORD.md and checkpoints/README.md state about the second
+round's warm starts, recounted from the records committed with them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PAIR = REPO / "checkpoints" / "compose-warm-pair-0.5b"
+SOLO = REPO / "checkpoints" / "compose-warm-solo-0.5b"
+FIRST_SOLO = REPO / "checkpoints" / "compose-sft-solo-0.5b"
+
+
+def _val(run: Path) -> dict[int, dict]:
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    return {r["step"]: r for r in records if "val/pass@1" in r}
+
+
+def _passing(run: Path, step: int) -> tuple[int, int, dict[str, list[dict]]]:
+    path = run / "validation" / f"step-{step:06d}" / "samples.jsonl.gz"
+    samples = [json.loads(x) for x in gzip.open(path, "rt")]
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for s in samples:
+        by_task[s["task_id"]].append(s)
+    return sum(bool(s.get("passed")) for s in samples), len(samples), by_task
+
+
+def test_the_warm_starts_validation_figures_are_their_records() -> None:
+    pair, solo = _val(PAIR), _val(SOLO)
+    assert sorted(pair) == sorted(solo) == [0, 45]
+    assert (pair[0]["val/pass@1"], pair[45]["val/pass@1"]) == pytest.approx((0.025, 0.0688))
+    assert pair[45]["val/pass@1_se"] == pytest.approx(0.030, abs=5e-4)
+    assert (pair[0]["val/acc@1"], pair[45]["val/acc@1"]) == pytest.approx((0.075, 0.28), abs=5e-4)
+    assert pair[45]["val/own_work"] == pytest.approx(0.675) and pair[45]["val/both_needed"] == 1.0
+    assert (solo[0]["val/pass@1"], solo[45]["val/pass@1"]) == pytest.approx((0.0688, 0.075))
+    assert solo[45]["val/pass@1_se"] == pytest.approx(0.026, abs=5e-4)
+    assert (solo[0]["val/acc@1"], solo[45]["val/acc@1"]) == pytest.approx((0.123, 0.276),
+                                                                          abs=5e-4)
+
+
+def test_the_single_warm_start_against_the_first_rounds_is_counted_from_both_validations() -> None:
+    new_passed, new_total, new = _passing(SOLO, 45)
+    old_passed, old_total, old = _passing(FIRST_SOLO, 45)
+    assert (new_passed, new_total) == (12, 160) and (old_passed, old_total) == (13, 80)
+    solved_new = {t for t, ss in new.items() if any(s.get("passed") for s in ss)}
+    solved_old = {t for t, ss in old.items() if any(s.get("passed") for s in ss)}
+    assert (len(solved_new & solved_old), len(solved_old - solved_new),
+            len(solved_new - solved_old)) == (5, 5, 4)
+    cut = sum(o.get("finish_reason") == "length" for ss in new.values() for s in ss
+              for o in s.get("outputs", []))
+    assert cut == 2
+    # flip_case_of_encrypt: every new sample's aux rotates by 2 (encrypt asks for 4) and fails
+    flips = new["compose/flip_case_of_encrypt"]
+    assert flips and all(not s.get("passed") and "+ 2) % 26" in s["outputs"][-1]["code"]
+                         for s in flips)
+    assert "compose/flip_case_of_encrypt" in solved_old
