@@ -6,7 +6,7 @@ decorates, coordinates or filters with the helper's code, side by side.
 RUN is a `coopcode bench --out` folder (FOLDER:SCHEME picks one scheme of a run holding
 several); `--n N` uses samples 0..N-1 of each problem only, so runs of different n compare
 on the same seeds. Prints two markdown tables: the share of samples carrying each pattern
-(`coopcode.written.cooperation` documents the rules; a program may carry several), and the pass
+(`coopcode.code_analysis.patterns` documents the rules; a program may carry several), and the pass
 rate of the samples carrying it. Records written before patterns were recorded are
 classified from their code on the fly. Nothing is written.
 """
@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 
+from coopcode.code_analysis.patterns import PATTERNS, pattern_rates  # noqa: E402
 from coopcode.core.errors import UserError  # noqa: E402
 from coopcode.evaluation.compare import Run, load_runs  # noqa: E402
-from coopcode.written.cooperation import PATTERNS, pattern_rates  # noqa: E402
 
 
 def rate_table(runs: list[Run]) -> str:

@@ -47,7 +47,7 @@ _LAZY = {
     "Scheduler": "coopcode.collaboration.scheduler",
     "SampleSpec": "coopcode.collaboration.scheduler",
     "sample_specs": "coopcode.collaboration.scheduler",
-    "Attempt": "coopcode.written.attempts",
+    "Attempt": "coopcode.records.attempts",
     # jobs
     "solve": "coopcode.collaboration.solve", "SolveConfig": "coopcode.collaboration.solve",
     "SolveResult": "coopcode.collaboration.solve", "judge": "coopcode.collaboration.solve",
@@ -67,10 +67,10 @@ _LAZY = {
     "EngineConfig": "coopcode.engines",
     "load_plugins": "coopcode.plugins",
     # evaluation: intervals, paired comparisons, cooperation patterns
-    "classify_cooperation": "coopcode.written.cooperation",
-    "describe_cooperation": "coopcode.written.analysis",
-    "analyse_cooperation": "coopcode.written.analysis",
-    "Cooperation": "coopcode.written.analysis",
+    "classify_cooperation": "coopcode.code_analysis.patterns",
+    "describe_cooperation": "coopcode.code_analysis.cooperation",
+    "analyse_cooperation": "coopcode.code_analysis.cooperation",
+    "Cooperation": "coopcode.records.cooperation",
     "mean_interval": "coopcode.evaluation.stats", "paired_difference": "coopcode.evaluation.stats",
     "compare_runs": "coopcode.evaluation.compare", "load_run": "coopcode.evaluation.compare",
     "pair_up": "coopcode.evaluation.compare",
@@ -114,7 +114,7 @@ _LAZY = {
     "run_defaults": "coopcode.settings.common", "split_scheme": "coopcode.settings.common",
     "check_adapter_folders": "coopcode.engines.agents",
     "default_reward_name": "coopcode.rewards",
-    "cooperation_of": "coopcode.written.analysis",
+    "cooperation_of": "coopcode.code_analysis.cooperation",
 }
 
 __all__ = sorted(_LAZY)

@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from coopcode.code_analysis.program import (
+    answers_a_constant,
+    combine,
+    defines,
+    extract_code,
+    prompt_context,
+)
 from coopcode.problems import load_humaneval
-from coopcode.written.code import answers_a_constant, combine, defines, extract_code, prompt_context
 
 FIXTURES = Path(__file__).parent / "fixtures" / "model_outputs.jsonl"
 OUTPUTS = [json.loads(line) for line in FIXTURES.read_text().splitlines()]

@@ -12,8 +12,8 @@ import textwrap
 import pytest
 
 from coopcode import classify_cooperation
-from coopcode.written.analysis import describe_cooperation
-from coopcode.written.cooperation import PATTERNS, pattern_rates
+from coopcode.code_analysis.cooperation import describe_cooperation
+from coopcode.code_analysis.patterns import PATTERNS, pattern_rates
 
 
 def case(helper: str, main: str, expected: list[str], entry: str = "f") -> tuple[str, str, str, list[str]]:

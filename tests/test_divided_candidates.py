@@ -147,7 +147,7 @@ def test_the_grpo_finals_fall_on_validation_is_counted_from_its_record() -> None
     further fifteen steps. The row is kept at step 0, its warm start's adapter."""
     import ast
 
-    from coopcode.written.code import answers_a_constant
+    from coopcode.code_analysis.program import answers_a_constant
 
     run = REPO / "checkpoints" / "compose-grpo-0.5b"
     figures = {}
@@ -196,7 +196,7 @@ def test_the_twenty_cold_samples_read_by_hand_are_as_benchmarks_says() -> None:
     the helper's aux passing all of its own tests in 10."""
     import random
 
-    from coopcode.written.code import answers_a_constant
+    from coopcode.code_analysis.program import answers_a_constant
 
     records = read_records(samples_file(
         REPO / "docs" / "divided" / "candidates" / "cold" / "validation" / "step-000045"))
@@ -281,7 +281,7 @@ def test_the_grpo_rows_samples_read_by_hand_are_counted_again() -> None:
 def _main_reward_by_block(path: Path, role: str) -> dict[tuple[int, bool], tuple[int, float]]:
     """Main's reward (syntax + tests terms) per completion from a run's step samples, by
     fifteen-step block and by whether the completion answers with one literal: (count, mean)."""
-    from coopcode.written.code import answers_a_constant, extract_code
+    from coopcode.code_analysis.program import answers_a_constant, extract_code
 
     sums: dict[tuple[int, bool], list[float]] = {}
     for line in gzip.open(path, "rt"):
@@ -354,7 +354,7 @@ def test_what_plan_and_grpo_scored_while_passing_nothing_is_counted_again() -> N
     """BENCHMARKS: plan's val acc@1 "rose 7.4 -> 20.6 -> 28.2 -> 36.9%" while its main answered
     with a literal in "0 / 10 / 43 / 76 of the 80"; GRPO's acc@1 "came back 38.5 / 15.4 / 38.1
     / 29.2%", its completions about 6 tokens long from step 91 (metrics.jsonl)."""
-    from coopcode.written.code import answers_a_constant
+    from coopcode.code_analysis.program import answers_a_constant
 
     def evaluations(run: Path, steps: tuple[int, ...]) -> list[tuple[float, int]]:
         out = []
@@ -451,7 +451,7 @@ def test_what_the_magrpo_finals_main_writes_after_its_collapse_is_counted() -> N
     random.Random(6) and read by hand; what they are, recounted from the syntax tree."""
     import random
 
-    from coopcode.written.code import extract_code
+    from coopcode.code_analysis.program import extract_code
 
     drawn = []
     for line in gzip.open(REPO / "docs" / "divided" / "final-runs" / "magrpo" / "samples.jsonl.gz", "rt"):
@@ -546,7 +546,7 @@ def test_what_the_second_draws_main_writes_after_its_turn_is_counted() -> None:
     import ast
     import random
 
-    from coopcode.written.code import extract_code
+    from coopcode.code_analysis.program import extract_code
 
     def kind(code: str, entry: str) -> str:
         module = ast.parse(code)

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
+from coopcode.code_analysis.program import combine
 from coopcode.collaboration.judging import Judgement, Written, judge_all
 from coopcode.collaboration.solve import SolveConfig, solve
 from coopcode.engines import ScriptedEngine
 from coopcode.problems import Problem, load_problems
 from coopcode.rewards import get_reward
 from coopcode.schemes import get_scheme, with_main_seeing
-from coopcode.written.code import combine
 from sandbox import open_sandbox
 from tests.cli_helpers import assert_one_line_error, coopcode
 

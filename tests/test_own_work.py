@@ -14,11 +14,11 @@ import textwrap
 import pytest
 
 from coopcode import analyse_cooperation
+from coopcode.code_analysis.cooperation import cooperation_of, cooperation_rates
+from coopcode.code_analysis.own_work import own_work
 from coopcode.collaboration.helper_alone import candidates
 from coopcode.collaboration.judging import Written, judge_all
 from coopcode.problems import load_humaneval
-from coopcode.written.analysis import cooperation_of, cooperation_rates
-from coopcode.written.own_work import own_work
 
 COUNT = "def aux(s):\n    return sum(1 for c in s if c in 'aeiou')\n"  # a part of a task
 PRED = "def aux(x):\n    return x % 2 == 0\n"
@@ -144,7 +144,7 @@ SPLIT_MAIN = ("def correct_bracketing(brackets: str):\n    depth = 0\n    for c 
 
 
 def pair(helper: str, main_code: str) -> Written:
-    from coopcode.written.code import combine
+    from coopcode.code_analysis.program import combine
 
     program = combine(BRACKETS.prompt, BRACKETS.entry_point, helper, main_code).text
     return Written(BRACKETS, "sequential", main_code, helper, program)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from coopcode.written.analysis import analyse_cooperation
-from coopcode.written.own_work import own_work
-from coopcode.written.usage import analyse_use
+from coopcode.code_analysis.cooperation import analyse_cooperation
+from coopcode.code_analysis.own_work import own_work
+from coopcode.code_analysis.usage import analyse_use
 
 # -- natural splits -------------------------------------------------------------------------
 

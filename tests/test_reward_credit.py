@@ -162,12 +162,12 @@ def test_counterfactual_credit_pays_the_helper_its_contribution(
 def test_bench_and_training_judge_a_sample_alike(process_sandbox: object) -> None:
     """One judging path: the verdict, cooperation and reward a training rollout gives a joint
     action are the ones the bench (and solve) gives the same code."""
+    from coopcode.code_analysis.program import combine
     from coopcode.collaboration.solve import final_jobs, score
+    from coopcode.records.attempts import Attempt
     from coopcode.rewards import resolve_reward
     from coopcode.training.rollout import ExecutionScorer
     from coopcode.training.tree import JointAction, Node, Sample
-    from coopcode.written.attempts import Attempt
-    from coopcode.written.code import combine
 
     for helper, main in ((STEP_HELPER, SPLIT_MAIN), (SOLVING_HELPER, WRAPPER),
                          (SOLVING_HELPER, BROKEN_SHELL)):

@@ -13,14 +13,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from coopcode.code_analysis.parts import part_fault
+from coopcode.code_analysis.program import combine
 from coopcode.collaboration.judging import Judgement, Written, cut_roles, judge_all
 from coopcode.collaboration.solve import SolveConfig, solve
 from coopcode.engines import ScriptedEngine
 from coopcode.problems import Problem, load_problems
+from coopcode.records.checks import AgentChecks
 from coopcode.rewards import RewardInput, get_reward
-from coopcode.written.checks import AgentChecks
-from coopcode.written.code import combine
-from coopcode.written.parts import part_fault
 from sandbox import Sandbox, Verdict, open_sandbox
 from tests.test_divided_work import TASK, canonical_main
 

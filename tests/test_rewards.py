@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from coopcode.code_analysis.usage import analyse_use
 from coopcode.core.errors import UserError
 from coopcode.rewards import (
     REWARDS,
@@ -15,7 +16,6 @@ from coopcode.rewards import (
     magrpo_levels,
     resolve_reward,
 )
-from coopcode.written.usage import analyse_use
 from sandbox import TestRecord, Verdict
 
 

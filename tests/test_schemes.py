@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from coopcode.code_analysis.usage import main_calls_helper
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.core.errors import UserError
 from coopcode.engines import GenerationRequest, SamplingParams, ScriptedEngine
 from coopcode.problems import load_problem_file
+from coopcode.records.attempts import sample_seed
 from coopcode.schemes import SCHEMES, get_scheme
-from coopcode.written.attempts import main_calls_helper, sample_seed
 
 PROBLEM = load_problem_file(Path(__file__).resolve().parent.parent / "examples" / "below_zero.py")
 

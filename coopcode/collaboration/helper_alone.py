@@ -4,7 +4,7 @@ A helper that already writes the whole answer leaves main nothing to do but retu
 decorate it). `helper_alone_jobs` makes the sandbox jobs that tell: the problem's context
 (its imports and given functions) and the helper's code, with one helper function standing
 in for the entry point (the tests' `candidate`). The candidates are the helper's top-level
-functions that do something (`coopcode.written.usage.is_trivial`) and whose
+functions that do something (`coopcode.code_analysis.usage.is_trivial`) and whose
 parameters can take the entry point's arguments (as many positional arguments as the entry
 point requires, up to as many as it has), at most `MAX_CANDIDATES` of them. The helper
 solves the task when one candidate passes every test (`helper_solves`).
@@ -17,10 +17,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from coopcode.code_analysis.patterns import parse_or_none, top_functions
+from coopcode.code_analysis.program import prompt_context
+from coopcode.code_analysis.usage import is_trivial
 from coopcode.problems import Problem
-from coopcode.written.code import prompt_context
-from coopcode.written.cooperation import parse_or_none, top_functions
-from coopcode.written.usage import is_trivial
 from sandbox import Job, Verdict
 
 MAX_CANDIDATES = 3  # a helper rarely writes more; bounds the extra sandbox work per sample

@@ -11,10 +11,10 @@
    (at the top level or inside its entry point): its aux, lifted out, against the
    contract's tests; its code with its aux taken out and the reference aux in its place.
 2. `judgement(written, verdicts, reward)`: the program's verdict, the pair's cooperation
-   (`coopcode.written.analysis`: own work from the syntax tree, `helper_solves` from
+   (`coopcode.code_analysis.cooperation`: own work from the syntax tree, `helper_solves` from
    the helper-alone verdicts, `both_needed` from the pair, the helper alone and main
-   alone), each agent's checks (`coopcode.written.checks`, with whether each part is well
-   formed: `coopcode.written.parts`), and the reward of all that
+   alone), each agent's checks (`coopcode.records.checks`, with whether each part is well
+   formed: `coopcode.code_analysis.parts`), and the reward of all that
    (and, for a reward that pays each agent its own, each agent's reward).
 `judge_all` does both for many samples with one batch of sandbox jobs. So a sample gets the
 same verdict, cooperation and reward whichever job produced it.
@@ -26,16 +26,17 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from coopcode.code_analysis.cooperation import analyse_cooperation
+from coopcode.code_analysis.parts import CUT, lift, names_bound, part_fault, without
+from coopcode.code_analysis.patterns import parse_or_none, top_functions
+from coopcode.code_analysis.program import prompt_context, syntax_check
 from coopcode.collaboration.helper_alone import helper_alone_jobs, helper_solves
 from coopcode.problems import Contract, Problem
 from coopcode.problems.contract import AUX
+from coopcode.records.checks import NOT_CHECKED, AgentChecks
+from coopcode.records.cooperation import NO_HELPER, Cooperation
 from coopcode.rewards import Reward, RewardBreakdown, RewardInput, resolve_reward
 from coopcode.schemes import has_helper
-from coopcode.written.analysis import NO_HELPER, Cooperation, analyse_cooperation
-from coopcode.written.checks import NOT_CHECKED, AgentChecks
-from coopcode.written.code import prompt_context, syntax_check
-from coopcode.written.cooperation import parse_or_none, top_functions
-from coopcode.written.parts import CUT, lift, names_bound, part_fault, without
 from sandbox import Job, Sandbox, Verdict
 
 STUB_BODY = "    raise NotImplementedError('the helper was replaced by a stub')\n"
@@ -199,7 +200,7 @@ def _helper_names(code: str) -> set[str]:
 
 
 def well_formed(written: Written) -> tuple[bool | None, bool]:
-    """Whether the helper's part and main's are well formed (`coopcode.written.parts`). A
+    """Whether the helper's part and main's are well formed (`coopcode.code_analysis.parts`). A
     single agent's helper part is its aux (None on a problem without a contract)."""
     p, around = written.problem, _names_around(written)
     main_cut = bool(written.cut & {"main", "single"})
@@ -219,7 +220,7 @@ def well_formed(written: Written) -> tuple[bool | None, bool]:
 
 
 def agent_checks(written: Written, plan: JobPlan, verdicts: Sequence[Verdict]) -> AgentChecks:
-    """What the jobs after the helper-alone ones found (see `coopcode.written.checks`)."""
+    """What the jobs after the helper-alone ones found (see `coopcode.records.checks`)."""
     at = 1 + plan.alone
     contract = reference = None
     if plan.contract:

@@ -27,6 +27,7 @@ from typing import Any
 
 from coopcode.engines import Completion, Engine, GenerationRequest, SamplingParams
 from coopcode.problems import Problem
+from coopcode.records.attempts import AgentOutput, Attempt, sample_seed
 from coopcode.schemes import (
     Ask,
     Check,
@@ -37,7 +38,6 @@ from coopcode.schemes import (
     per_role,
     sample_steps,
 )
-from coopcode.written.attempts import AgentOutput, Attempt, sample_seed
 from sandbox import Job, Sandbox, Verdict
 
 # (sample state, role, turn, text delta, tokens): code as it streams

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from coopcode.code_analysis.program import syntax_check
 from coopcode.collaboration.judging import Judgement, Written, cut_roles, judgement, sample_jobs
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.collaboration.solve_config import SolveConfig
@@ -25,10 +26,9 @@ from coopcode.core.events import (
 )
 from coopcode.engines import Engine
 from coopcode.problems import Problem
+from coopcode.records.attempts import Attempt, Program
 from coopcode.rewards import Reward, resolve_reward
 from coopcode.schemes import PromptBook, SampleState, get_scheme, scheme_contract
-from coopcode.written.attempts import Attempt
-from coopcode.written.code import Program, syntax_check
 from sandbox import Job, Sandbox, Verdict
 
 

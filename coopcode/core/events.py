@@ -72,9 +72,9 @@ class VerdictReady(Event):
     verdict: dict[str, Any] = field(default_factory=dict)
     reward: dict[str, float] = field(default_factory=dict)
     # a pair's {"patterns", "own_work", "helper_solves", "both_needed"}
-    # (coopcode.written.analysis); None: one agent
+    # (coopcode.code_analysis.cooperation); None: one agent
     cooperation: dict[str, Any] | None = None
-    # each agent judged on its own (coopcode.written.checks: a record's "agents"); None: not judged
+    # each agent judged on its own (coopcode.records.checks: a record's "agents"); None: not judged
     agents: dict[str, Any] | None = None
     # each agent's own reward, for a reward that pays each its own (`own`); {} otherwise
     agent_rewards: dict[str, float] = field(default_factory=dict)

@@ -277,7 +277,7 @@ def bench_table(summary: dict[str, Any]) -> Table:
 
 def pattern_line(row: dict[str, Any]) -> str:
     """`own work 12% · helper alone solves 40% · patterns: decorator 80% · ...`: who did the
-    work (the headline rates, `coopcode.written.analysis`), then the cooperation
+    work (the headline rates, `coopcode.code_analysis.cooperation`), then the cooperation
     patterns, most common first."""
     head = []
     if row.get("own_work_rate") is not None:
@@ -292,7 +292,7 @@ def pattern_line(row: dict[str, Any]) -> str:
     return " · ".join([*head, f"patterns: {patterns}"]) if head else patterns
 
 
-# The cooperation rates a bench summary row carries (coopcode.written.analysis), as read.
+# The cooperation rates a bench summary row carries (coopcode.code_analysis.cooperation), as read.
 COOPERATION_RATES = (
     ("main_calls_helper_rate", "main calls the helper"),
     ("uses_helper_rate", "uses its answer"),

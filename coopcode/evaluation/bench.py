@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from coopcode import __version__
+from coopcode.code_analysis.cooperation import cooperation_of, cooperation_rates
+from coopcode.code_analysis.patterns import pattern_rates
 from coopcode.collaboration.sampling import sampling_params
 from coopcode.collaboration.scheduler import SampleSpec, Scheduler, sample_specs
 from coopcode.collaboration.solve import final_jobs, score
@@ -59,8 +61,6 @@ from coopcode.schemes import (
     prompts,
     scheme_names,
 )
-from coopcode.written.analysis import cooperation_of, cooperation_rates
-from coopcode.written.cooperation import pattern_rates
 from sandbox import Job, Sandbox, Verdict
 
 
@@ -106,11 +106,11 @@ class BenchSummary:
     (`pass@k`, `acc@k`): `m_se` and `m_ci` (the standard error and 95% interval over
     problems, `coopcode.evaluation.stats`), `per_problem` (each problem's n, passed count and
     estimates, so anyone can recompute), `cooperation` (the share of samples carrying each
-    cooperation pattern, `coopcode.written.cooperation`; empty for the single agent) and
+    cooperation pattern, `coopcode.code_analysis.patterns`; empty for the single agent) and
     the headline cooperation rates `own_work_rate`, `helper_solves_rate` (over the samples
     whose helper was run alone), `uses_helper_rate`, `shell_rate` and `both_needed_rate`
     (over the passing samples where it was measured: the pair passes, the helper alone and
-    main with a stub helper both fail) (`coopcode.written.analysis`; None for one agent),
+    main with a stub helper both fail) (`coopcode.code_analysis.cooperation`; None for one agent),
     each with `NAME_rate_se`, its standard error over problems (`stats.pooled_rate`), and
     `cooperation_per_problem` each problem's rates.
     """
@@ -196,7 +196,7 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
         found = [c for v in found_of.values() for c in v]
         row["cooperation"] = pattern_rates([c.patterns for c in found]) if found else {}
         # The headline: does main do work of its own with the helper's answer, does the
-        # helper alone solve the task (coopcode.written.analysis); None for one agent.
+        # helper alone solve the task (coopcode.code_analysis.cooperation); None for one agent.
         rates = cooperation_rates(found)
         rates_of: dict[str, dict[str, Any]] = {t: {} for t in found_of}
         for name in ("own_work", "helper_solves", "uses_helper", "shell", "both_needed"):
@@ -211,7 +211,7 @@ def summarize(records: list[dict[str, Any]], config: BenchConfig, task_ids: list
 
 def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: str | None,
                   main_path: str | None) -> dict[str, Any]:
-    from coopcode.written.attempts import main_calls_helper
+    from coopcode.code_analysis.usage import main_calls_helper
 
     d = attempt.to_dict()
     v = attempt.verdict

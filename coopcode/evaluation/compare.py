@@ -29,12 +29,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from coopcode.code_analysis.cooperation import cooperation_of
+from coopcode.code_analysis.patterns import pattern_rates
 from coopcode.core.errors import UserError
 from coopcode.evaluation import stats
 from coopcode.evaluation.at_k import pass_at_k
 from coopcode.schemes import has_helper
-from coopcode.written.analysis import cooperation_of
-from coopcode.written.cooperation import pattern_rates
 
 CHANGED_MOST = 5  # problems listed per comparison
 

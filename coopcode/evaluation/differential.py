@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coopcode.code_analysis.program import combine
 from coopcode.problems import Problem, load_problems
-from coopcode.written.code import combine
 from sandbox import Job, Sandbox, Verdict
 from sandbox.reference import ReferenceItem, ReferenceVerdict, reference_verdicts
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coopcode.code_analysis.cooperation import cooperation_rates
+from coopcode.code_analysis.program import combine
 from coopcode.collaboration.judging import Written, judgement, sample_jobs
 from coopcode.core.errors import UserError
 from coopcode.core.events import Emit, Finished, Progress, Started, ignore
@@ -33,8 +35,6 @@ from coopcode.evaluation.at_k import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
 from coopcode.rewards import resolve_reward
 from coopcode.schemes import has_helper, scheme_contract, scheme_names
-from coopcode.written.analysis import cooperation_rates
-from coopcode.written.code import combine
 from sandbox import Sandbox
 
 SAMPLE_FORMAT = ('one JSON object per line like {"task_id": "HumanEval/0", "completion": "..."}, '

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coopcode.written.cooperation import PATTERNS
+from coopcode.code_analysis.patterns import PATTERNS
 
 SIZE = (7.5, 4.8)  # inches at DPI: 1050 x 672 px, legible on a laptop and in a paper draft
 DPI = 140

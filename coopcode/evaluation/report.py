@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from coopcode.code_analysis.patterns import PATTERNS
 from coopcode.evaluation import stats
 from coopcode.rewards import REWARDS
-from coopcode.written.cooperation import PATTERNS
 
 PASS_FIGURE = "pass_at_k.png"
 PATTERN_FIGURE = "patterns.png"
@@ -149,7 +149,7 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
     rates = cooperation_rate_table(rows)
     if rates:
         lines += ["", "## Who did the work", "",
-                  "Shares of samples (`coopcode.written.analysis`): main calls the helper; uses "
+                  "Shares of samples (`coopcode.code_analysis.cooperation`): main calls the helper; uses "
                   "its answer; does work of its own with it (from the syntax tree); only wraps "
                   "it (uses it, no own work); the helper's code alone passes the tests (over "
                   "the samples whose helper was run alone).", "", rates]
@@ -157,7 +157,7 @@ def write_report(out: Path, summary: Any, meta: dict[str, Any]) -> None:
     if patterns:
         lines += ["", "## Cooperation patterns", "",
                   "Share of samples whose (helper, main) pair carries each pattern "
-                  "(`coopcode.written.cooperation` documents the rules; a program may carry several).",
+                  "(`coopcode.code_analysis.patterns` documents the rules; a program may carry several).",
                   "", patterns]
     try:
         figures = write_figures(out, data)

@@ -22,8 +22,8 @@ from coopcode.collaboration.judging import Judgement, Written, judge_all
 from coopcode.core.errors import UserError
 from coopcode.evaluation.compare import samples_file, summarize_folder
 from coopcode.problems import Problem, load_problems
+from coopcode.records.cooperation import NO_HELPER
 from coopcode.schemes import scheme_contract
-from coopcode.written.analysis import NO_HELPER
 from sandbox import Sandbox
 
 

@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from coopcode.code_analysis.copies import main_copies_helper
 from coopcode.evaluation import stats
 from coopcode.paper.table import _cell, _pct  # the same cells as Table 1
 from coopcode.schemes import has_helper
-from coopcode.written.copies import main_copies_helper
 
 REPO = Path(__file__).resolve().parents[2]  # where the benches ran: adapter paths start here
 

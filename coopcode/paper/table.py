@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coopcode.code_analysis.patterns import PATTERNS
 from coopcode.core.errors import UserError
 from coopcode.core.run_lock import LOCK_FILE, RunLock
 from coopcode.evaluation import stats
 from coopcode.schemes import has_helper
-from coopcode.written.cooperation import PATTERNS
 
 SUMMARIES = "summaries"  # <out>/summaries/<row>.json: what the table was built from
 

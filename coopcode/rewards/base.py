@@ -16,17 +16,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from coopcode.code_analysis.cooperation import analyse_cooperation, cooperation_of
 from coopcode.core.errors import UserError
+from coopcode.records.checks import NOT_CHECKED, AgentChecks
+from coopcode.records.cooperation import NO_HELPER, Cooperation, HelperUse
+from coopcode.records.reward_terms import RewardBreakdown
 from coopcode.schemes import has_helper
-from coopcode.written.analysis import (
-    NO_HELPER,
-    Cooperation,
-    analyse_cooperation,
-    cooperation_of,
-)
-from coopcode.written.checks import NOT_CHECKED, AgentChecks
-from coopcode.written.reward_terms import RewardBreakdown
-from coopcode.written.usage import HelperUse
 from sandbox import Verdict
 
 
@@ -39,7 +34,7 @@ class RewardInput:
     `analysis` is the pair's cooperation as the judging path found it (with `helper_solves`
     from running the helper alone); without it, `cooperation` is read from the code alone
     (`helper_solves` None). `checks` is each agent's code judged on its own
-    (`coopcode.written.checks`: parses alone, each part well formed, aux's contract tests,
+    (`coopcode.records.checks`: parses alone, each part well formed, aux's contract tests,
     main with the reference aux, main with a stub helper; for a single agent on a problem
     with a contract, its own aux and its entry point with the reference aux).
     """
@@ -76,7 +71,7 @@ class RewardInput:
 
     @cached_property
     def cooperation(self) -> Cooperation:
-        """How the pair cooperated (`coopcode.written.analysis.Cooperation`)."""
+        """How the pair cooperated (`coopcode.code_analysis.cooperation.Cooperation`)."""
         if self.analysis is not None:
             return self.analysis
         if self.single:
@@ -90,7 +85,7 @@ class RewardInput:
 
     @property
     def patterns(self) -> tuple[str, ...]:
-        """The pair's cooperation patterns (`coopcode.written.cooperation`)."""
+        """The pair's cooperation patterns (`coopcode.code_analysis.patterns`)."""
         return self.cooperation.patterns
 
 

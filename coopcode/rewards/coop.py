@@ -7,10 +7,10 @@ Levels (each gates the next, as in the authors' `execution_reward_aux`; maximum 
 2. +0.5 `syntax` if the combined program parses (else scoring stops).
 3. +1.0 x (passed / total) `tests`.
 4. cooperation, only when at least one test passes and main *uses* the helper
-   (`coopcode.written.usage`: a call whose value main uses, of a helper function that is
+   (`coopcode.code_analysis.usage`: a call whose value main uses, of a helper function that is
    neither trivial nor written again by main):
    +0.5 `uses`; +1.0 `beyond_wrapper` when main does more than return the helper's result
-   (its cooperation pattern, `coopcode.written.cooperation`, is other than `wrapper`, judged with
+   (its cooperation pattern, `coopcode.code_analysis.patterns`, is other than `wrapper`, judged with
    the discarded calls left out); -0.5 `discarded` when main also calls the helper and
    throws the value away.
 
@@ -38,7 +38,7 @@ TERMS = ("helper", "main", "syntax", "tests", "uses", "beyond_wrapper", "discard
           "passed/total + when a test passes and main uses the helper: 0.5 + 1.0 if not a "
           "wrapper - 0.5 if a call's value is thrown away")
 def coop_reward(inp: RewardInput) -> RewardBreakdown:
-    from coopcode.written.cooperation import COOPERATING, classify_cooperation
+    from coopcode.code_analysis.patterns import COOPERATING, classify_cooperation
 
     terms = dict.fromkeys(TERMS, 0.0)
     use = inp.use

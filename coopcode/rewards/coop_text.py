@@ -49,7 +49,7 @@ Mapped onto what we have (this reward only reads text and the verdict; nothing i
   context and all of both agents' code) on the problem's tests; a timed-out or failed test
   is a failure in both. Their "no test cases found" stop is `verdict.n_tests == 0`.
 - Their prompt (for its import lines) is not in a `RewardInput`: the prompt's context is read
-  back from `program` (what `coopcode.written.code.combine` put before the agents'
+  back from `program` (what `coopcode.code_analysis.program.combine` put before the agents'
   code: imports, given functions, constants, but not the entry point's docstring), and their
   import regexes are applied to it. It only feeds the syntax check.
 - Their `check_syntax` lets `ast.parse` errors other than SyntaxError escape (a null byte on

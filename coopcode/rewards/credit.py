@@ -7,7 +7,7 @@ Terms (maximum 1.45):
 - `cooperation` = 0.25 x passed / total, only when main does work of its own with the
   helper's answer (`own_work`) **and** the helper's code alone does not solve the task
   (`helper_solves` is False; not measured counts as solving: nothing is paid on a guess).
-  Both come from `coopcode.written.analysis`, through the judging path that runs the
+  Both come from `coopcode.code_analysis.cooperation`, through the judging path that runs the
   helper alone in the sandbox.
 
 What that buys (tests/test_reward_credit.py checks each):

@@ -2,13 +2,13 @@
 
 Why: one joint reward over one file let the helper's syntax errors zero main's reward (about
 24% of the credit runs' training rewards), and paid main for a helper that happened to solve
-the task. Here each agent's code is judged on its own (`coopcode.written.checks`, run in the
+the task. Here each agent's code is judged on its own (`coopcode.records.checks`, run in the
 sandbox by `coopcode.collaboration.judging`), and MAGRPO's advantages use each agent's own
 reward (`credit="own"`, in aligned and cross modes alike). After role-wise rewards with a
 fixed interface between roles (AT-GRPO; planner/coder splits).
 
 Terms (at most 2.2; the total is what tables and curves show):
-- `helper_syntax` 0.1 if the helper's part is well formed (`coopcode.written.parts`): its
+- `helper_syntax` 0.1 if the helper's part is well formed (`coopcode.code_analysis.parts`): its
   output was not cut at the token budget, and its code defines aux with a body that does
   work (not only imports, `pass`, `...`, a docstring or a literal), returns something and
   calls no name that nobody defines. Parsing alone earns nothing: collapsed runs learned

@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
+from coopcode.code_analysis.program import combine
 from coopcode.problems import Contract, Problem
+from coopcode.records.attempts import AgentOutput, Attempt, feedback_text
 from coopcode.schemes import prompts
 from coopcode.schemes.contracts import contract_stub, planned_contract
 from coopcode.schemes.prompting import PromptBook
-from coopcode.written.attempts import AgentOutput, Attempt, feedback_text
-from coopcode.written.code import combine
 from sandbox import Job, Verdict
 
 DISCUSS_NOTE = "Your teammate's code is shown above; make the two fit together."

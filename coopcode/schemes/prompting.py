@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from coopcode.code_analysis.program import extract_code, prompt_context
 from coopcode.problems import Contract, Problem
 from coopcode.schemes import contract_prompts, prompts
 from coopcode.schemes.contracts import contract_stub
-from coopcode.written.code import extract_code, prompt_context
 
 
 class ChatTemplate(Protocol):

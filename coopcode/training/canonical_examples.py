@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coopcode.code_analysis.program import combine
 from coopcode.problems import Problem
 from coopcode.schemes.prompts import entry_signature
-from coopcode.written.code import combine
 from sandbox import Job, Sandbox
 
 TIMEOUT = 10.0  # CPU seconds per program: canonical solutions, some of them slow on purpose

@@ -32,8 +32,8 @@ from typing import Any
 
 from coopcode.core.errors import UserError
 from coopcode.problems import Problem
+from coopcode.records.attempts import AgentOutput, Attempt
 from coopcode.schemes import PromptBook, SampleState, Scheme, adapter_of, prompts
-from coopcode.written.attempts import AgentOutput, Attempt
 
 PAIR = ("helper", "main")
 SINGLE = "solution"

@@ -24,6 +24,10 @@ from typing import Any
 
 import torch
 
+from coopcode.code_analysis.cooperation import analyse_cooperation, cooperation_rates
+from coopcode.code_analysis.patterns import pattern_rates
+from coopcode.code_analysis.program import answers_a_constant, code_lines
+from coopcode.code_analysis.usage import main_calls_helper
 from coopcode.core.errors import UserError
 from coopcode.problems import Problem
 from coopcode.rewards import resolve_reward
@@ -48,10 +52,6 @@ from coopcode.training.tree import (
     mean,
     reward_levels,
 )
-from coopcode.written.analysis import analyse_cooperation, cooperation_rates
-from coopcode.written.attempts import main_calls_helper
-from coopcode.written.code import answers_a_constant, code_lines
-from coopcode.written.cooperation import pattern_rates
 from sandbox import Sandbox
 
 __all__ = ["MAGRPOTrainer", "TrainingStopped", "lr_lambda", "siblings"]

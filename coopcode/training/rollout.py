@@ -27,11 +27,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from coopcode.code_analysis.program import combine
 from coopcode.collaboration.judging import Written, cut_roles, judge_all
 from coopcode.collaboration.sampling import sampling_params
 from coopcode.collaboration.scheduler import SampleSpec, Scheduler
 from coopcode.engines import Engine
 from coopcode.problems import Problem
+from coopcode.records.attempts import Attempt, feedback_text, sample_seed
+from coopcode.records.cooperation import Cooperation
 from coopcode.rewards import Reward, RewardBreakdown
 from coopcode.schemes import (
     ROLE_ADAPTERS,
@@ -45,9 +48,6 @@ from coopcode.schemes import (
 )
 from coopcode.training.config import TrainConfig
 from coopcode.training.tree import JointAction, Node, Sample, aligned_members, cross_members, mean
-from coopcode.written.analysis import Cooperation
-from coopcode.written.attempts import Attempt, feedback_text, sample_seed
-from coopcode.written.code import combine
 from sandbox import Sandbox, Verdict
 
 

@@ -1,4 +1,4 @@
-"""What the syntax rule for own work (`coopcode.written.own_work`) says of the committed
+"""What the syntax rule for own work (`coopcode.code_analysis.own_work`) says of the committed
 samples today, against what each sample recorded when it was benched.
 
     .venv/bin/python docs/coop/own_work_recheck.py               # Table 1 rows (docs/coop)
@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 sys.path.insert(0, str(REPO))
 
-from coopcode.written.own_work import own_work  # noqa: E402
+from coopcode.code_analysis.own_work import own_work  # noqa: E402
 
 
 def _records(path: Path) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
 
-from coopcode.written.copies import NEAR_COPY, function_bodies, main_copies_helper
+from coopcode.code_analysis.copies import NEAR_COPY, function_bodies, main_copies_helper
 
 HERE = Path(__file__).resolve().parent
 ROWS = ("pair", "magrpo", "magrpo-seed1", "magrpo-coop", "magrpo-coop-seed1", "magrpo-credit",
@@ -33,7 +33,7 @@ ROWS = ("pair", "magrpo", "magrpo-seed1", "magrpo-coop", "magrpo-coop-seed1", "m
 __all__ = ["NEAR_COPY", "bodies", "rewrites_helper"]
 
 
-bodies = function_bodies  # the measure lives in coopcode.written.copies
+bodies = function_bodies  # the measure lives in coopcode.code_analysis.copies
 rewrites_helper = main_copies_helper
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from PIL import Image
 
+from coopcode.code_analysis.patterns import PATTERNS
 from coopcode.core import events as ev
 from coopcode.training import TrainConfig, output_scorer, train
-from coopcode.written.cooperation import PATTERNS
 from tests.cli_helpers import assert_one_line_error, coopcode
 
 REPO = Path(__file__).resolve().parent.parent.parent

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from coopcode.code_analysis.program import prompt_context
 from coopcode.problems import load_problems
 from coopcode.training.config import TrainConfig
 from coopcode.training.magrpo import MAGRPOTrainer
 from coopcode.training.rollout import output_scorer
-from coopcode.written.code import prompt_context
 
 
 def _trainer(make_engine: Any, model_dir: Path, sandbox: Any = None, **kw: Any) -> Any:

@@ -52,9 +52,9 @@ def _recipe(config: dict[str, Any]) -> str:
 def _constant_share(folder: Path, step: int) -> float | None:
     """The share of an evaluation's samples whose main answers every input with one literal
     (`coopcode.written.code.answers_a_constant`): the guess the tests' partial credit pays."""
+    from coopcode.code_analysis.program import answers_a_constant
     from coopcode.evaluation.compare import read_records, samples_file
     from coopcode.training.validation import eval_dir
-    from coopcode.written.code import answers_a_constant
 
     try:
         records = read_records(samples_file(eval_dir(folder, step)))

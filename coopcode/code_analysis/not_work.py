@@ -1,5 +1,5 @@
 """What looks like main's work with the helper's answer but is not, found from the syntax tree
-and taken out before `coopcode.written.own_work` looks for main's work.
+and taken out before `coopcode.code_analysis.own_work` looks for main's work.
 
 - *A fallback that can never run* (`drop_dead_ways`): an `if` or conditional expression
   whose test always comes out the same is replaced by the way it takes. Two kinds of test:
@@ -42,7 +42,7 @@ import copy
 from collections import Counter
 from collections.abc import Iterable
 
-from coopcode.written.marked_main import FUNCS, params, same
+from coopcode.code_analysis.marked_main import FUNCS, params, same
 
 _PLAIN = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp,
           ast.GeneratorExp, ast.JoinedStr, ast.BinOp, ast.Compare, ast.UnaryOp, ast.Lambda)

@@ -37,7 +37,7 @@ when it is not given.
 The patterns name the shape of main's code; they do not say whether the pair split the work
 (a `decorator` is as often a one-expression shell around a helper that wrote the whole
 answer). The headline measures are `own_work` and `helper_solves`
-(`coopcode.written.analysis`).
+(`coopcode.code_analysis.cooperation`).
 """
 
 from __future__ import annotations

@@ -10,11 +10,22 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from coopcode.written.analysis import NO_HELPER, Cooperation
-from coopcode.written.checks import AgentChecks
-from coopcode.written.code import Program, defines
-from coopcode.written.reward_terms import RewardBreakdown
+from coopcode.records.checks import AgentChecks
+from coopcode.records.cooperation import NO_HELPER, Cooperation
+from coopcode.records.reward_terms import RewardBreakdown
 from sandbox import Verdict
+
+
+@dataclass(frozen=True)
+class Program:
+    """The combined program and how it was built."""
+
+    text: str
+    context: str  # what came from the problem prompt (imports, given functions)
+    helper_code: str
+    main_code: str
+    syntax_ok: bool
+    syntax_error: str = ""
 
 
 @dataclass
@@ -108,21 +119,3 @@ def feedback_text(verdict: Verdict, limit: int = 6) -> str:
     if verdict.n_tests > limit:
         lines.append(f"... {verdict.n_tests - limit} more; {verdict.n_passed}/{verdict.n_tests} passed")
     return "\n".join(lines)
-
-
-def main_calls_helper(main_code: str, helper_code: str) -> bool:
-    """Whether the main code calls a function the helper defined (cooperation, not just glue)."""
-    import ast
-
-    try:
-        helper_names = {
-            n.name for n in ast.parse(helper_code).body
-            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-        }
-        called = {
-            n.func.id for n in ast.walk(ast.parse(main_code))
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-        }
-    except SyntaxError:
-        return False
-    return bool(helper_names & called) and not any(defines(main_code, h) for h in helper_names & called)

@@ -4,7 +4,7 @@
 `Cooperation`: the two headline measures, and what the TUI's line and the patterns say.
 
 - `own_work`: main does work of its own with the helper's answer, from the syntax tree
-  (`coopcode.written.own_work` has the definition and its examples).
+  (`coopcode.code_analysis.own_work` has the definition and its examples).
 - `helper_solves`: the helper's code alone passes the problem's tests, one of its functions
   standing in for the entry point (run in the sandbox: `coopcode.collaboration.helper_alone`;
   None where it was not run). The helper then did the whole task, whatever main adds.
@@ -12,10 +12,10 @@
   entry point) fails, and main with the helper replaced by a stub fails too
   (`coopcode.collaboration.judging.both_needed`; None where the pair failed or it was not
   measured). The surest measure of a division of work: neither agent's code does it alone.
-- `patterns`: the cooperation patterns (`coopcode.written.cooperation`), the shape of
+- `patterns`: the cooperation patterns (`coopcode.code_analysis.patterns`), the shape of
   main's code around the helper.
 - `use`: which helper functions are live and whether main uses one
-  (`coopcode.written.usage`).
+  (`coopcode.code_analysis.usage`).
 
 The bench's summaries, `evaluate`, the rewards, training's metrics and guards, and the TUI
 all read these, so a figure means the same thing wherever it is shown. A recorded sample
@@ -28,76 +28,16 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-from coopcode.written.cooperation import classify_cooperation, top_functions
-from coopcode.written.own_work import own_work
-from coopcode.written.usage import HelperUse, analyse_use
+from coopcode.code_analysis.own_work import own_work
+from coopcode.code_analysis.patterns import classify_cooperation, top_functions
+from coopcode.code_analysis.usage import analyse_use
+from coopcode.records.cooperation import Cooperation
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.GeneratorExp,
           ast.DictComp)
-
-
-@dataclass(frozen=True)
-class Cooperation:
-    """How main used the helper's code in one sample (see the module doc)."""
-
-    helper_functions: tuple[str, ...] = ()
-    called: dict[str, int] = field(default_factory=dict)  # helper name -> call sites in main
-    in_loop: bool = False  # a call sits inside a loop or comprehension
-    redefined: tuple[str, ...] = ()  # helpers main wrote again itself (shadowing the helper's)
-    parse_error: str = ""
-    patterns: tuple[str, ...] = ()  # classify_cooperation's names
-    own_work: bool = False
-    helper_solves: bool | None = None  # None: the helper was not run alone
-    use: HelperUse = field(default_factory=HelperUse)
-    both_needed: bool | None = None  # None: the pair failed, or it was not measured
-
-    @property
-    def calls_helper(self) -> bool:
-        return bool(self.called) and not self.redefined
-
-    @property
-    def uses_helper(self) -> bool:
-        """Main uses a live helper function's value (not a discarded or a trivial one)."""
-        return self.use.uses_helper
-
-    @property
-    def shell(self) -> bool:
-        """Main uses the helper but does no work of its own with it (a wrapper or a
-        one-expression shell)."""
-        return self.uses_helper and not self.own_work
-
-    @property
-    def summary(self) -> str:
-        """One line: does main call the helper, how, and who did the work."""
-        if self.parse_error:
-            return f"unknown ({self.parse_error})"
-        if not self.helper_functions:
-            return "no helper code: main works alone"
-        if self.redefined:
-            return f"main redefines {', '.join(self.redefined)}: the helper's code is unused"
-        if not self.called:
-            names = ", ".join(self.helper_functions)
-            return f"main ignores the helper ({names} never called)"
-        sites = sum(self.called.values())
-        names = ", ".join(f"{n}×{c}" if c > 1 else n for n, c in self.called.items())
-        where = "inside a loop" if self.in_loop else ("once" if sites == 1 else f"at {sites} sites")
-        work = "own work" if self.own_work else "no own work"
-        alone = {True: "; the helper alone solves it", False: "; the helper alone does not solve it",
-                 None: ""}[self.helper_solves]
-        needed = {True: "; both needed (neither alone passes)",
-                  False: "; not both needed (one of them alone passes)", None: ""}[self.both_needed]
-        return f"main calls {names} {where} ({work}){alone}{needed}"
-
-    def to_record(self) -> dict[str, Any]:
-        """What a sample's record keeps."""
-        return {"patterns": list(self.patterns), "own_work": self.own_work,
-                "helper_solves": self.helper_solves, "both_needed": self.both_needed}
-
-
-NO_HELPER = Cooperation()
 
 
 def analyse_cooperation(helper_code: str, main_code: str, entry_point: str = "",

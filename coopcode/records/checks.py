@@ -7,7 +7,7 @@ sample (`"agents": {...}` in a record) so a reward can be computed again from a 
 - `helper_parses` / `main_parses`: each agent's code compiled on its own (`ast`, never run).
   A helper that does not parse breaks the joint program; it is charged to the helper.
 - `helper_well_formed` / `main_well_formed`: each agent's part is well formed
-  (`coopcode.written.parts`: not cut at the token budget, defines its function, which does
+  (`coopcode.code_analysis.parts`: not cut at the token budget, defines its function, which does
   work, returns something and calls nothing that nobody defines). For a single agent on a
   problem with a contract, the helper's part is its own aux; None elsewhere (no contract)
   and in records judged before parts were (rewards read `*_parses` there).

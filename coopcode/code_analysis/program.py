@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+
+from coopcode.records.attempts import Program
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
 _CODE_START = re.compile(r"^(?:def |async def |class |import |from |@|[A-Za-z_][A-Za-z_0-9]*\s*(?::[^=]+)?=[^=])")
@@ -138,18 +139,6 @@ def defines(code: str, name: str) -> bool:
     return any(
         isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == name for n in module.body
     )
-
-
-@dataclass(frozen=True)
-class Program:
-    """The combined program and how it was built."""
-
-    text: str
-    context: str  # what came from the problem prompt (imports, given functions)
-    helper_code: str
-    main_code: str
-    syntax_ok: bool
-    syntax_error: str = ""
 
 
 def prompt_context(prompt: str, entry_point: str) -> str:

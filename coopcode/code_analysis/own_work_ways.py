@@ -1,5 +1,5 @@
 """The ways main's own work with the helper's answer shows in its code: one check per way of
-`coopcode.written.own_work`'s definition (its module doc has the words and examples).
+`coopcode.code_analysis.own_work`'s definition (its module doc has the words and examples).
 Every check reads main's code as `MarkedMain` marks it, and takes no evidence from a
 statement main copied from the helper.
 """
@@ -10,7 +10,7 @@ import ast
 from collections.abc import Iterator
 from itertools import combinations
 
-from coopcode.written.marked_main import (
+from coopcode.code_analysis.marked_main import (
     COMPS,
     FUNCS,
     MarkedMain,

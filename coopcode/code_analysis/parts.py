@@ -5,14 +5,14 @@ bare `import`, a literal, a call of an inner function nobody wrote) and still ea
 syntax credit. A part is *well formed* when all of these hold; `part_fault` names the
 first that does not ('' when none):
 1. the output was not cut at the token budget (what survives a cut is the prefix that
-   parses, `coopcode.written.code`, not the answer the agent meant to give);
+   parses, `coopcode.code_analysis.program`, not the answer the agent meant to give);
 2. the code parses;
 3. it defines the function its part asks for: the helper `aux` (the contract's entry
    point), main the problem's entry point, both at the top level; a single agent's aux may
    sit inside its entry point, as in the compose problems' canonical solutions
    (`find_function`);
 4. the function does work: past its docstring and imports it is not trivial
-   (`coopcode.written.usage.is_trivial`: only `pass`, `...` or `raise`, a literal or a
+   (`coopcode.code_analysis.usage.is_trivial`: only `pass`, `...` or `raise`, a literal or a
    parameter returned unchanged, the same literal on every path);
 5. it returns something: a `return` of its own with a value other than None, or a `yield`;
 6. it reads one of its parameters, where it has any (an answer that ignores its input is a
@@ -38,10 +38,10 @@ import copy
 import textwrap
 from collections.abc import Iterable
 
-from coopcode.written.cooperation import parse_or_none, reached, top_functions
-from coopcode.written.marked_main import FUNCS, params, reads
-from coopcode.written.not_work import own_nodes
-from coopcode.written.usage import bound_names, is_trivial
+from coopcode.code_analysis.marked_main import FUNCS, params, reads
+from coopcode.code_analysis.not_work import own_nodes
+from coopcode.code_analysis.patterns import parse_or_none, reached, top_functions
+from coopcode.code_analysis.usage import bound_names, is_trivial
 
 BUILTINS = frozenset(dir(builtins))
 CUT = "length"  # the finish reason of an output that ran out of tokens (engines and OpenAI's)

@@ -1,5 +1,5 @@
 """Main's answer read from the syntax tree, with the helper's answers and main's own inputs
-marked: what `coopcode.written.own_work`'s checks look at (its module doc has the words).
+marked: what `coopcode.code_analysis.own_work`'s checks look at (its module doc has the words).
 
 - the *helper's answers*: used calls of a live helper (or of main's own function that uses
   one), a helper handed over as a function, and names that hold one (`r = aux(xs)`);

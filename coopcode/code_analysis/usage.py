@@ -23,36 +23,12 @@ Comments and strings are not code, so a call written in them is neither.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
-from coopcode.written.cooperation import main_scope, parse_or_none, top_functions
+from coopcode.code_analysis.patterns import main_scope, parse_or_none, top_functions
+from coopcode.code_analysis.program import defines
+from coopcode.records.cooperation import HelperUse
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-@dataclass(frozen=True)
-class HelperUse:
-    """How main's code uses the helper's functions (see the module doc)."""
-
-    parsed: bool = False  # both agents' code parses
-    helper_functions: tuple[str, ...] = ()  # top-level functions of the helper's code
-    trivial: tuple[str, ...] = ()  # helper functions that do nothing
-    redefined: tuple[str, ...] = ()  # helper functions main defines again
-    helper_returns: bool = False  # a live helper function returns a value
-    entry_returns: bool = False  # main defines the entry point, and it returns a value
-    used: int = 0  # call sites (and hand-overs) whose value main uses
-    discarded: int = 0  # call sites whose value main throws away
-    main_without_discarded: str = ""  # main's code with bare helper-call statements removed
-
-    @property
-    def live(self) -> tuple[str, ...]:
-        """The helper functions main could use: not trivial, not redefined."""
-        return tuple(n for n in self.helper_functions
-                     if n not in self.trivial and n not in self.redefined)
-
-    @property
-    def uses_helper(self) -> bool:
-        return self.used > 0
 
 
 def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
@@ -246,3 +222,19 @@ def analyse_use(helper_code: str, main_code: str, entry_point: str = "") -> Help
                            if n not in trivial),
         entry_returns=entry is not None and _returns_value(entry),
         used=used, discarded=discarded, main_without_discarded=stripped)
+
+
+def main_calls_helper(main_code: str, helper_code: str) -> bool:
+    """Whether the main code calls a function the helper defined (cooperation, not just glue)."""
+    try:
+        helper_names = {
+            n.name for n in ast.parse(helper_code).body
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        called = {
+            n.func.id for n in ast.walk(ast.parse(main_code))
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
+    except SyntaxError:
+        return False
+    return bool(helper_names & called) and not any(defines(main_code, h) for h in helper_names & called)

@@ -5,11 +5,11 @@ with that answer that the helper did not. A main that wraps one expression aroun
 which already wrote the whole answer (`return aux(s) >= 3`) has split nothing. `own_work`
 says which of the two a pair is. It parses the code (never runs it) and looks at main's
 answer: the entry point and main's own functions it calls. It is a description of main's
-code; the measure by running it is "both needed" (`coopcode.written.analysis`).
+code; the measure by running it is "both needed" (`coopcode.code_analysis.cooperation`).
 
 Words used below:
 - the *helper's answer*: the value of a call of a live helper function (not trivial, not
-  written again by main; `coopcode.written.usage`) that main uses, a name that holds
+  written again by main; `coopcode.code_analysis.usage`) that main uses, a name that holds
   one (`r = aux(xs)`, `for b in aux(ops)`), or a helper handed over as a function. Main's own
   functions that use the helper count as the helper here.
 - main's *own inputs*: its parameters, and names it computed from them without the helper
@@ -19,7 +19,7 @@ Words used below:
   Own inputs read in guards, or passed to the helper as arguments, are not own work: they
   only choose or prepare the helper's call.
 
-Main does **own work** when one of these holds (`coopcode.written.own_work_ways` has one
+Main does **own work** when one of these holds (`coopcode.code_analysis.own_work_ways` has one
 check per way, named as here):
 1. *The helper per item* (`per_item`): the helper is called once per item of main's own
    data: in a comprehension or a lambda over main's inputs (`sum(1 for n in arr if aux(n) >
@@ -67,10 +67,10 @@ else []`); the same spread over statements (`r = aux(s)` / `out = r >= 3` / `ret
 `if aux(s) >= 3: return True` / `return False`); an edge case before returning the helper's
 answer (`if not xs: return []` / `return aux(xs)`); arguments main prepared (`return
 aux(s.lower())`); a call whose value is thrown away; a helper that does nothing (returns a
-constant, as `return [0.0, 1.0]`, on every path; `coopcode.written.usage`); a helper main
+constant, as `return [0.0, 1.0]`, on every path; `coopcode.code_analysis.usage`); a helper main
 wrote again. A main that ignores the helper does no own work *with* it (it may well solve
 the task alone). And what only looks like work is taken out first
-(`coopcode.written.not_work`): a fallback that can never run (`if r is None:` where the
+(`coopcode.code_analysis.not_work`): a fallback that can never run (`if r is None:` where the
 helper never returns None), no-op arithmetic or slicing (`aux(s) + n - n`, `aux(xs)[:n]`
 with `n = len(xs)`), and statements main copied word for word from the helper's body (its
 call of the helper's sub-function included).
@@ -80,16 +80,16 @@ from __future__ import annotations
 
 import ast
 
-from coopcode.written.cooperation import main_scope, parse_or_none, top_functions
-from coopcode.written.marked_main import FUNCS
-from coopcode.written.not_work import (
+from coopcode.code_analysis.marked_main import FUNCS
+from coopcode.code_analysis.not_work import (
     copied_statements,
     drop_dead_ways,
     drop_no_ops,
     never_returns_none,
 )
-from coopcode.written.own_work_ways import Ways
-from coopcode.written.usage import analyse_use
+from coopcode.code_analysis.own_work_ways import Ways
+from coopcode.code_analysis.patterns import main_scope, parse_or_none, top_functions
+from coopcode.code_analysis.usage import analyse_use
 
 
 def own_work(helper_code: str, main_code: str, entry_point: str = "") -> bool:
