@@ -302,7 +302,10 @@ class CoopApp(App[None]):
         return jobs
 
     def _screen_for_mode(self, mode: str) -> Screen[Any] | None:
-        stack = self._screen_stacks.get(mode)
+        try:
+            stack = self.get_screen_stack(mode)
+        except KeyError:  # a mode never switched to has no screen yet
+            return None
         return stack[0] if stack else None
 
     def action_request_quit(self) -> None:
@@ -339,10 +342,9 @@ class CoopApp(App[None]):
 
     def on_unmount(self) -> None:
         for mode in ("collaborate",):
-            screen = self._screen_for_mode(mode)
-            cancel = getattr(screen, "cancel_event", None)
-            if cancel is not None:
-                cancel.set()
+            run = getattr(self._screen_for_mode(mode), "run", None)
+            if run is not None:
+                run.cancel_event.set()  # a generation still writing stops with the app
 
     # -- command palette --------------------------------------------------------------------
 

@@ -121,7 +121,9 @@ def _implement_contract(prompt: str) -> str | None:
     return _helpers_by_contract().get(key) if key else None
 
 
-def _answer(prompt: str) -> str:
+def scripted_answer(prompt: str) -> str:
+    """The scripted pair's whole answer to `prompt`, as a model would write it after the
+    prompt's pre-filled start: tests drive their own engines with it."""
     names = _ENTRY.findall(prompt)
     name = names[-1] if names else "solution"
     helper_turn = "You are the helper" in prompt or "Revise your helper" in prompt
@@ -150,5 +152,5 @@ def _answer(prompt: str) -> str:
 
 def demo_engine(*, chunk: int = 3, delay: float = 0.02) -> ScriptedEngine:
     """The scripted agents; `delay` per chunk makes the streaming visible to a human."""
-    return ScriptedEngine(lambda prompt, _adapter, _i: _answer(prompt), chunk=chunk, delay=delay,
+    return ScriptedEngine(lambda prompt, _adapter, _i: scripted_answer(prompt), chunk=chunk, delay=delay,
                           model_name="scripted-demo")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.tui_app.conftest import SteppedEngine, wait_until
-from tui.demo import KNOWN, _answer
+from tui.demo import KNOWN, scripted_answer
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.results import TestsTable
 
@@ -21,7 +21,7 @@ def chunks(text: str, size: int = 4) -> list[str]:
 
 
 async def test_streams_token_by_token_then_runs_the_tests(make_app):
-    engine = SteppedEngine(lambda prompt, _a, _i: _answer(prompt), chunk=4)
+    engine = SteppedEngine(lambda prompt, _a, _i: scripted_answer(prompt), chunk=4)
     app = make_app(engine, problem="HumanEval/0")
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.screen
@@ -65,7 +65,7 @@ async def test_streams_token_by_token_then_runs_the_tests(make_app):
 
 
 async def test_escape_cancels_a_generation_cleanly(make_app):
-    engine = SteppedEngine(lambda prompt, _a, _i: _answer(prompt), chunk=4)
+    engine = SteppedEngine(lambda prompt, _a, _i: scripted_answer(prompt), chunk=4)
     app = make_app(engine, problem="HumanEval/0")
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
@@ -76,7 +76,7 @@ async def test_escape_cancels_a_generation_cleanly(make_app):
             engine.gate.release()
         await wait_until(pilot, lambda: len(helper.text) == len(PREFILL["helper"]) + 12)
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not screen.generating, what="cancelled")
+        await wait_until(pilot, lambda: not screen.run.generating, what="cancelled")
         assert helper.state == "cancelled"
         assert helper.text == HELPER[:len(PREFILL["helper"]) + 12]  # nothing after the cancel
         assert screen.query_one("#program").text == ""

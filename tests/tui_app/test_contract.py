@@ -16,7 +16,7 @@ from coopcode.core import events as ev
 from coopcode.schemes.contracts import contract_stub
 from tests.tui_app.conftest import SteppedEngine, wait_until
 from tests.tui_app.test_config_forms import parsed
-from tui.demo import _answer
+from tui.demo import scripted_answer
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.contract_pane import ContractPane
 from tui.widgets.results import TestsTable
@@ -64,7 +64,7 @@ async def test_a_contract_pair_runs_to_its_verdict_with_the_contract_between_the
         await wait_until(pilot, lambda: "PASSED" in summary_text(screen), timeout=30,
                          what="the verdict")
         assert table.row_count == 6
-        assert screen.run_scheme == "contract"
+        assert screen.run.scheme == "contract"
         # The helper implemented the contract it was shown; main called aux without its body.
         assert helper.text.startswith(problem.contract.signature)
         assert "aux(" in main.text and "def aux" not in main.text
@@ -80,7 +80,7 @@ async def test_a_contract_pair_runs_to_its_verdict_with_the_contract_between_the
         # main sees code: the scheme's +code variant, main shown the helper's code.
         screen.query_one("#sees").value = "code"
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: screen.run_scheme == "contract+code"
+        await wait_until(pilot, lambda: screen.run.scheme == "contract+code"
                          and "PASSED" in summary_text(screen), timeout=30, what="contract+code")
 
 
@@ -103,7 +103,7 @@ async def test_the_contract_sits_between_stacked_panes_at_80x24(make_app):
 
 
 async def test_plan_streams_the_planners_contract_between_the_panes(make_app):
-    engine = SteppedEngine(lambda prompt, _a, _i: _answer(prompt), chunk=4)
+    engine = SteppedEngine(lambda prompt, _a, _i: scripted_answer(prompt), chunk=4)
     app = make_app(engine, problem="HumanEval/0")
     async with app.run_test(size=(120, 34)) as pilot:
         screen = app.screen
@@ -149,7 +149,7 @@ async def test_contract_on_a_problem_without_one_is_refused_in_one_line(make_app
         assert shown == [("HumanEval/0 has no contract for aux, which the contract scheme needs: "
                           "pick a compose problem (type compose in the search) or choose the "
                           "plan scheme", "error")]
-        assert not screen.generating and screen.run_id == 0  # nothing started
+        assert not screen.run.generating and screen.run.run_id == 0  # nothing started
         assert screen.query_one("#tabs").active == "tab-problem"
         # The pane between the agents says the same before any run.
         await pilot.press("f8")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.tui_app.conftest import SteppedEngine, wait_until
-from tui.demo import _answer
+from tui.demo import scripted_answer
 from tui.widgets.agent_pane import AgentPane
 from tui.widgets.results import TestsTable
 
@@ -11,7 +11,7 @@ from tui.widgets.results import TestsTable
 async def test_search_pick_from_the_list_then_ctrl_r_shows_the_run_and_its_verdict(make_app):
     # Issue 42, item 1: the Agents tab flashed, then the Problem tab came back (the list
     # picked from kept the focus) and the run went on out of sight.
-    engine = SteppedEngine(lambda prompt, _a, _i: _answer(prompt), chunk=4)
+    engine = SteppedEngine(lambda prompt, _a, _i: scripted_answer(prompt), chunk=4)
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen

@@ -52,4 +52,4 @@ async def test_a_prompt_in_plain_english_gets_a_hint_that_a_stub_is_expected(mak
         await wait_until(pilot, lambda: app._notifications, what="a notification")
         text = " ".join(str(n.message) for n in app._notifications)
         assert "editor.py:1" in text and "function stub" in text and "def name(args):" in text
-        assert not screen.generating
+        assert not screen.run.generating

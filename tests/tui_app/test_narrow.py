@@ -12,7 +12,7 @@ import pytest
 
 from coopcode import ScriptedEngine, load_problems
 from tests.tui_app.conftest import wait_until
-from tui.demo import _answer
+from tui.demo import scripted_answer
 from tui.session import AgentsSpec
 from tui.widgets.nav import fit_status
 
@@ -24,7 +24,7 @@ LONGEST = max(load_problems("compose:all"), key=lambda p: len(p.task_id)).task_i
 def wrong_and_untidy(prompt: str, adapter: str | None, index: int) -> str:
     """The demo pair, but main answers `False` always and leaves a stray `}` after its code
     (which the extraction drops from the program, as it drops a model's)."""
-    answer = _answer(prompt)
+    answer = scripted_answer(prompt)
     if "You are the helper" in prompt:
         return answer
     code = "    return False\n" if "has_close_elements" in prompt else answer.split("```")[0]
@@ -80,7 +80,7 @@ async def test_the_program_shows_mains_code_and_the_tests_what_was_returned(make
         await pilot.pause(0.3)
         # Main's code is in the editor's view (before: 4 lines, the prompt's and the helper's).
         editor = screen.query_one("#program")
-        attempt = screen.attempt
+        attempt = screen.run.attempt
         first_main = editor.text.splitlines().index(attempt.main_code.splitlines()[0])
         top = int(editor.scroll_y)
         assert top <= first_main < top + editor.scrollable_content_region.height

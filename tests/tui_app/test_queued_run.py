@@ -60,12 +60,12 @@ async def test_ctrl_r_while_loading_runs_once_the_agents_are_loaded(make_app):
         assert "run queued" in app.status_line
         assert any("Run queued" in n for n in notes)
         await pilot.press("ctrl+r")  # a second press keeps one run waiting, not two
-        assert not screen.generating and screen.run_id == 0
+        assert not screen.run.generating and screen.run.run_id == 0
         loader.gate.release()
         table = screen.query_one("#tests", TestsTable)
         await wait_until(pilot, lambda: table.row_count > 0, timeout=60, what="the queued run")
         assert {str(table.get_row_at(i)[1]) for i in range(table.row_count)} == {"passed"}
-        assert screen.run_id == 1 and len(loader.engines[0].calls) > 0
+        assert screen.run.run_id == 1 and len(loader.engines[0].calls) > 0
         assert "run queued" not in app.status_line and "scripted-demo" in app.status_line
         assert any("queued run started" in n for n in notes)
 
@@ -85,7 +85,7 @@ async def test_escape_cancels_the_queued_run(make_app):
         loader.gate.release()
         # The run would start in the same step that marks the agents ready.
         await wait_until(pilot, lambda: app.agents_state == "ready", timeout=60)
-        assert screen.run_id == 0 and not screen.generating
+        assert screen.run.run_id == 0 and not screen.run.generating
         assert loader.engines[0].calls == []
 
 
@@ -99,11 +99,11 @@ async def test_a_failed_load_drops_the_queued_run_and_says_why(make_app):
         await pilot.press("ctrl+r")
         loader.gate.release()
         await wait_until(pilot, lambda: app.agents_state == "error", timeout=60)
-        assert screen.run_id == 0 and "run queued" not in app.status_line
+        assert screen.run.run_id == 0 and "run queued" not in app.status_line
         assert any("no model at ./nowhere" in n and "queued run was dropped" in n for n in notes)
         # Ctrl+R now says what is wrong and what to do instead of waiting for nothing.
         await pilot.press("ctrl+r")
-        assert screen.run_id == 0 and app.agents_state == "error"
+        assert screen.run.run_id == 0 and app.agents_state == "error"
         assert "no model at ./nowhere" in notes[-1] and "F2" in notes[-1]
 
 
@@ -120,7 +120,7 @@ async def test_ctrl_r_with_nothing_loading_loads_the_agents_then_runs(make_app):
         loader.gate.release()
         table = screen.query_one("#tests", TestsTable)
         await wait_until(pilot, lambda: table.row_count > 0, timeout=60, what="the queued run")
-        assert screen.run_id == 1
+        assert screen.run.run_id == 1
 
 
 async def test_agents_chosen_during_a_load_load_next_and_the_run_waits_for_them(make_app):
@@ -139,7 +139,7 @@ async def test_agents_chosen_during_a_load_load_next_and_the_run_waits_for_them(
         loader.gate.release()  # the first load ends; the chosen agents load next
         await wait_until(pilot, lambda: len(loader.asked) == 2, timeout=60, what="second load")
         assert loader.asked[1] == "other-model"
-        assert app.agents_state == "loading" and collab.run_id == 0  # still waiting
+        assert app.agents_state == "loading" and collab.run.run_id == 0  # still waiting
         loader.gate.release()
         table = collab.query_one("#tests", TestsTable)
         await wait_until(pilot, lambda: table.row_count > 0, timeout=60, what="the queued run")

@@ -84,9 +84,9 @@ async def test_keys_work_while_the_real_engine_generates(make_app, tiny_engine: 
         for _ in range(3):
             delays.append(await press_and_time(pilot, "f2", lambda: app.current_mode == "agents"))
             delays.append(await press_and_time(pilot, "f3", lambda: app.current_mode == "collaborate"))
-        assert screen.generating, "the keys were pressed while the agents were still writing"
+        assert screen.run.generating, "the keys were pressed while the agents were still writing"
         await pilot.press("escape")
-        await wait_until(pilot, lambda: not screen.generating, timeout=30)
+        await wait_until(pilot, lambda: not screen.run.generating, timeout=30)
         print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s")
         assert max(delays) < MAX_KEY * k and statistics.median(delays) < TYPICAL_KEY * k, delays
         assert watch.worst < MAX_GAP * k, f"event loop stalled {watch.worst:.2f}s"

@@ -52,10 +52,10 @@ async def test_a_worker_killed_while_judging_is_a_rerun_not_a_verdict(make_app: 
         table = await _first_run(pilot, screen)
         before = process_sandbox.infra_retries
         await pilot.press("ctrl+g")
-        await wait_until(pilot, lambda: screen.testing, what="testing")
+        await wait_until(pilot, lambda: screen.run.testing, what="testing")
         await pilot.pause(0.5)
         assert kill_workers(process_sandbox) >= 1
-        await wait_until(pilot, lambda: not screen.testing, timeout=30, what="the verdict")
+        await wait_until(pilot, lambda: not screen.run.testing, timeout=30, what="the verdict")
         summary = str(screen.query_one("#summary").render())
         reruns = process_sandbox.infra_retries - before  # an idle worker killed too may cost one
         assert reruns >= 1 and "PASSED" in summary and f"({reruns} re-run" in summary, summary
@@ -97,17 +97,17 @@ async def test_a_sandbox_down_is_a_status_line_and_a_retry_never_a_failed_test(
             table = await _first_run(pilot, screen)
             summary = screen.query_one("#summary")
             await pilot.press("ctrl+g")
-            await wait_until(pilot, lambda: screen.testing, what="testing")
+            await wait_until(pilot, lambda: screen.run.testing, what="testing")
             await pilot.pause(0.3)
             down.set()
             assert kill_workers(opened[-1]) == 1
-            await wait_until(pilot, lambda: not screen.testing, timeout=30, what="the outage")
+            await wait_until(pilot, lambda: not screen.run.testing, timeout=30, what="the outage")
             text = str(summary.render())
             assert "SANDBOX DOWN" in text and "FAILED" not in text and "Ctrl+G" in text, text
             assert table.row_count == 0  # no test shown, so none shown failed
             # Still down: trying again says so again, and judges nothing.
             await pilot.press("ctrl+g")
-            await wait_until(pilot, lambda: not screen.testing and "outage" in str(summary.render()),
+            await wait_until(pilot, lambda: not screen.run.testing and "outage" in str(summary.render()),
                              timeout=15, what="the second outage line")
             assert "SANDBOX DOWN" in str(summary.render()) and table.row_count == 0
             # Back: Ctrl+G opens a new sandbox and the program is judged.

@@ -23,7 +23,7 @@ def steady(app: Any) -> None:
     for pane in app.screen.query(AgentPane):
         if pane.started is not None:
             pane.started, pane.finished = 0.0, pane.tokens / 12.5  # as if 12.5 tok/s
-            pane._refresh_title()
+            pane.refresh_title()
     for name in ("#run-name", "#out-name"):
         for widget in app.screen.query(name):
             widget.value = "demo"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from enum import StrEnum
 from typing import Any
 
 from textual.app import ComposeResult
@@ -22,12 +23,22 @@ def style_code(editor: TextArea) -> None:
     editor.theme = code_theme(editor.app)
 
 
+class PaneState(StrEnum):
+    """Where an agent's pane is; its title shows the value."""
+
+    IDLE = "idle"  # nothing written in this run yet
+    STREAMING = "streaming"  # tokens arriving
+    DONE = "done"  # the agent's part is written
+    CANCELLED = "cancelled"  # the run was cancelled while it wrote
+
+
 class AgentPane(Vertical):
     """A read-only code view that grows as deltas arrive.
 
     Each delta says how many sampled tokens it covers (none for the code the prompt
-    pre-filled), so the count shown is the model's tokens, not the deltas. The title is refreshed on a timer rather than
-    per token: a title re-layout per token would cost more than the text itself.
+    pre-filled), so the count shown is the model's tokens, not the deltas. The title is
+    refreshed on a timer rather than per token: a title re-layout per token would cost more
+    than the text itself.
     """
 
     def __init__(self, role: str, *, id: str | None = None) -> None:
@@ -37,7 +48,7 @@ class AgentPane(Vertical):
         self.tokens = 0
         self.started: float | None = None
         self.finished: float | None = None
-        self.state = "idle"  # idle, streaming, done, cancelled
+        self.state = PaneState.IDLE
         self.turn = 0
         self.turn_start = 0  # where the current turn's text begins in `text`
 
@@ -48,8 +59,8 @@ class AgentPane(Vertical):
                        id=f"{self.role}-code", classes="stream")
 
     def on_mount(self) -> None:
-        self.set_interval(0.5, self._refresh_title)
-        self._refresh_title()
+        self.set_interval(0.5, self.refresh_title)
+        self.refresh_title()
 
     @property
     def code_view(self) -> TextArea:
@@ -58,17 +69,17 @@ class AgentPane(Vertical):
     def reset(self) -> None:
         self.text, self.tokens, self.turn, self.turn_start = "", 0, 0, 0
         self.started = self.finished = None
-        self.state = "idle"
+        self.state = PaneState.IDLE
         view = self.code_view
         style_code(view)
         view.load_text("")
-        self._refresh_title()
+        self.refresh_title()
 
     def append(self, delta: str, turn: int = 1, tokens: int = 1) -> None:
         """Add text the model sampled as `tokens` tokens (the screen batches deltas per frame)."""
         if self.started is None:
             self.started = time.monotonic()
-        self.state, self.finished = "streaming", None
+        self.state, self.finished = PaneState.STREAMING, None
         if turn != self.turn:
             # A turn starts: mark revision turns so the two versions read apart.
             head = f"\n# ── turn {turn} ──\n" if self.turn else ""
@@ -94,10 +105,13 @@ class AgentPane(Vertical):
         view.load_text(self.text)
         view.scroll_end(animate=False)
 
-    def finish(self, state: str = "done") -> None:
+    def finish(self, state: PaneState = PaneState.DONE) -> None:
+        """The agent stopped writing: `state` says why (a pane that got no text stays idle,
+        unless the run was cancelled)."""
         self.finished = time.monotonic()
-        self.state = state if self.started is not None or state == "cancelled" else "idle"
-        self._refresh_title()
+        written = self.started is not None or state == PaneState.CANCELLED
+        self.state = state if written else PaneState.IDLE
+        self.refresh_title()
 
     @property
     def tokens_per_s(self) -> float:
@@ -106,8 +120,9 @@ class AgentPane(Vertical):
         end = self.finished if self.finished is not None else time.monotonic()
         return self.tokens / max(end - self.started, 1e-3)
 
-    def _refresh_title(self) -> None:
-        if self.state == "idle":
+    def refresh_title(self) -> None:
+        """The title says the state; the subtitle the tokens and their rate."""
+        if self.state == PaneState.IDLE:
             self.border_title = f"{self.role}"
             self.border_subtitle = ""
             return

@@ -8,7 +8,7 @@ holds the contract as main saw it: signature, docstring and `...` for the body.
 from __future__ import annotations
 
 from coopcode import Problem, contract_stub
-from tui.widgets.agent_pane import AgentPane, style_code
+from tui.widgets.agent_pane import AgentPane, PaneState, style_code
 
 # Where the contract comes from (`Scheme.contract_source`), as the pane's title says it.
 SOURCES = {"problem": "the problem's", "planned": "main's plan"}
@@ -33,7 +33,7 @@ class ContractPane(AgentPane):
         self.reset()
         self.source = source
         if source == "planned" and running:
-            self._refresh_title()
+            self.refresh_title()
         elif source == "planned":
             self.show_contract("# Main writes aux's contract first (a signature and a "
                                "docstring);\n# the helper implements it, main calls it. "
@@ -52,15 +52,15 @@ class ContractPane(AgentPane):
         style_code(view)
         view.load_text(text)
         view.scroll_home(animate=False)
-        self._refresh_title()
+        self.refresh_title()
 
-    def _refresh_title(self) -> None:
+    def refresh_title(self) -> None:
         where = SOURCES.get(self.source, "")
         head = f"aux's contract · {where}" if where else "aux's contract"
-        if self.state in ("idle", "done") and self.source == "problem":
+        if self.state in (PaneState.IDLE, PaneState.DONE) and self.source == "problem":
             self.border_title, self.border_subtitle = head, "helper implements · main calls"
             return
-        if self.state == "idle":
+        if self.state == PaneState.IDLE:
             self.border_title, self.border_subtitle = head, ""
             return
         self.border_title = f"{head} · {self.state}"
