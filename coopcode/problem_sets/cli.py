@@ -13,6 +13,7 @@ import typer
 from coopcode.display.console import make_console
 from coopcode.settings.common import JsonOutput
 from coopcode.settings.options import config_options
+from coopcode.training.cli import sft_examples_command
 
 out = make_console()  # plain on a pipe: no wrapping, no padding (coopcode.display.console)
 
@@ -68,6 +69,12 @@ def problems_show(
     print_listing(out, ("task", "entry point", "tests", "sources", "contract"),
                   [[s["task_id"], s["entry_point"], str(s["n_tests"]), ", ".join(s["sources"]) or "-",
                     s["contract"]["signature"] if s["contract"] else "-"] for s in summaries])
+
+
+# `sft-examples` turns a set's canonical solutions into warm-start examples: the command lives
+# with the training that reads them, and this group adds it itself, so it is there whichever
+# part the CLI mounts first.
+problems_app.command("sft-examples")(sft_examples_command)
 
 
 def register(app: typer.Typer) -> None:

@@ -439,10 +439,7 @@ def sft_examples_command(
 
 
 def register(app: typer.Typer) -> None:
-    """Mount `train` and `checkpoints` on the coopcode CLI, and `sft-examples` in its
-    `problems` group (the warm start's data lives beside the training)."""
+    """Mount `train` and `checkpoints` on the coopcode CLI. (`sft-examples` is mounted by the
+    `problems` group, which imports it from here: `coopcode.problem_sets.cli`.)"""
     app.command("train")(train_command)
     app.add_typer(checkpoints_app, name="checkpoints")
-    for group in app.registered_groups:
-        if group.name == "problems" and group.typer_instance is not None:
-            group.typer_instance.command("sft-examples")(sft_examples_command)

@@ -183,3 +183,17 @@ def test_checkpoints_list_and_show(interrupted_run: Path) -> None:
     assert [w["kind"] for w in detail["manifest"]["metrics"]["warnings"]] == ["truncation"]
     _one_line_error(_coopcode("checkpoints", "show", "no-such-run", "--dir", str(root)),
                     "no checkpoint run")
+
+
+def test_sft_examples_is_a_problems_command_whichever_part_mounts_first() -> None:
+    import typer
+
+    from coopcode.problem_sets import cli as problems_cli
+    from coopcode.training import cli as training_cli
+
+    app = typer.Typer()
+    training_cli.register(app)  # training first: the problems group is not mounted yet
+    problems_cli.register(app)
+    problems = next(g.typer_instance for g in app.registered_groups if g.name == "problems")
+    assert problems is not None
+    assert "sft-examples" in [c.name for c in problems.registered_commands]
