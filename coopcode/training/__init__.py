@@ -3,8 +3,10 @@
 
 Modules, one job each: `config` (TrainConfig), `data` (problems and their order), `tree`
 (joint actions, returns, advantages), `rollout` (sampling and scoring), `logprobs` (batched
-log-probs), `magrpo` / `grpo` (the trainers), `checkpoint` (run folders), `metrics`, `run`
-(a whole run) and `cli`. Importing this package is cheap: torch loads with the trainers.
+log-probs), `trainer` (what the trainers share), `magrpo` / `grpo` / `sft` (the trainers),
+`algorithms` (which trainer each `--algo` builds), `context` (the run a trainer is built
+from, and what the run asks of it), `checkpoint` (run folders), `metrics`, `run` (a whole
+run) and `cli`. Importing this package is cheap: torch loads with the trainers.
 """
 
 from __future__ import annotations

@@ -29,10 +29,12 @@ from coopcode.code_analysis.patterns import pattern_rates
 from coopcode.code_analysis.program import answers_a_constant, code_lines
 from coopcode.code_analysis.usage import main_calls_helper
 from coopcode.core.errors import UserError
+from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.rewards import resolve_reward
 from coopcode.schemes import adapter_of
 from coopcode.training.config import TrainConfig
+from coopcode.training.context import PhaseWatcher, TrainingRun
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.metrics import release_free_memory, start_step_peak, step_memory
@@ -64,7 +66,7 @@ class MAGRPOTrainer(AdapterTrainer):
 
     def __init__(
         self,
-        engine: Any,  # samples the rollouts
+        engine: Engine,  # samples the rollouts
         config: TrainConfig,
         problems: Sequence[Problem],
         *,
@@ -95,6 +97,17 @@ class MAGRPOTrainer(AdapterTrainer):
                          total_steps=total_steps or config.total_steps(len(self.problems)))
         self.rollouts = RolloutBuilder(engine, config, scorer, sandbox, cancel=cancel)
         self.last_rollouts: list[ProblemRollout] = []  # this rank's
+
+    @classmethod
+    def from_run(cls, run: TrainingRun) -> MAGRPOTrainer:
+        """The trainer of `run`: its problems, scored by its scorer or in its sandbox."""
+        return cls(run.engine, run.config, run.problems, policy=run.policy,
+                   sync_dir=run.sync_dir, ranks=run.ranks, sandbox=run.sandbox,
+                   scorer=run.scorer, cancel=run.cancel)
+
+    def watch_phases(self, watcher: PhaseWatcher) -> None:
+        """Tell `watcher` each phase of a step's rollouts and the tokens sampled so far."""
+        self.rollouts.on_phase = watcher
 
     # -- a step -----------------------------------------------------------------------------
 

@@ -1,4 +1,11 @@
-"""`train`: a whole run — set-up, resume, the step loop, checkpoints, metrics and events."""
+"""`train`: a whole run — set-up, resume, the step loop, checkpoints, metrics and events.
+
+The steps, in the order a run takes them: `train` resolves the config, loads the problems
+and the engine and makes the run (`context.TrainingRun`); `_train` checks a resumed run
+against what it began with, builds the trainer of its `--algo` (`algorithms.TRAINERS`),
+restores it, prepares the folder and announces the run; `_StepLoop` trains, validates, logs
+and saves (`_Checkpointer`) until the end, a stop request or `--patience`.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +13,28 @@ import json
 import os
 import threading
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coopcode.core.errors import UserError
 from coopcode.core.events import Emit, Finished, Log, Progress, Started, ignore
 from coopcode.core.files import append_line, no_space, write_failure
 from coopcode.core.run_lock import RunLock
-from coopcode.problems import Problem
 from coopcode.training import checkpoint as ckpt
+from coopcode.training import validation as val
 from coopcode.training.config import TrainConfig, flag
+from coopcode.training.context import Say, Trainer, TrainingRun
 from coopcode.training.data import load_training_problems
 from coopcode.training.guards import CollapseWatch, collapse_warnings
 from coopcode.training.metrics import MetricsLog
+
+if TYPE_CHECKING:
+    from coopcode.engines import Engine
+    from coopcode.training.policy import TransformersPolicy
+    from coopcode.training.rollout import ProblemRollout, Scorer
+    from sandbox import Sandbox
 
 # Fields --resume may change; everything else must match the saved run (or the resumed run
 # would not be the run that was started).
@@ -28,7 +43,8 @@ from coopcode.training.metrics import MetricsLog
 RESUMABLE_OVERRIDES = ("steps", "save_every", "keep_checkpoints", "timeout", "rollout_engine",
                        "rollout_base_url", "deterministic", "eval_every", "eval_problems",
                        "eval_n", "eval_limit", "keep_eval_adapters", "keep_step", "patience")
-# What a run saved before a setting existed did, so that resuming it goes on as it began.
+# A run's config.json holds the settings it was started with; a setting added since is read
+# as what such a run did, so that resuming it goes on as it began.
 SAVED_BEFORE = {"kl_reference": "base", "keep_step": "last"}
 
 
@@ -61,7 +77,8 @@ def resolve_config(config: TrainConfig, out: Path, resume: bool,
         if not isinstance(data, dict):
             raise TypeError("not a JSON object")
         data = {**SAVED_BEFORE, **data}
-        saved = with_reward(TrainConfig.from_dict(data))  # runs from before --reward: the seed's
+        # A config saved without a reward ran the seed's default: named, as a new run's is.
+        saved = with_reward(TrainConfig.from_dict(data))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
         raise UserError(f"{saved_path}: unreadable ({e}): the run cannot be resumed; "
                         "start a new one with another --out") from None
@@ -86,7 +103,8 @@ def with_reward(config: TrainConfig) -> TrainConfig:
     return replace(config, reward=config.reward or default_reward_name(config.collab_scheme))
 
 
-def open_rollout_engine(config: TrainConfig, progress: Any = None) -> tuple[Any, Any]:
+def open_rollout_engine(config: TrainConfig, progress: Say | None = None
+                        ) -> tuple[Engine, TransformersPolicy | None]:
     """The engine that samples and the policy that learns. The embedded engine: one model
     does both (the adapters are trained in place; the policy is made from the engine). vLLM
     or servers: they sample, and a separate transformers copy of the model computes the
@@ -104,31 +122,18 @@ def open_rollout_engine(config: TrainConfig, progress: Any = None) -> tuple[Any,
     return engine, TransformersPolicy.load(config.model, progress=progress)
 
 
-def make_trainer(engine: Any, config: TrainConfig, problems: list[Problem], *,
-                 warn: Any = None, **kw: Any) -> Any:
-    from coopcode.training.grpo import GRPOTrainer
-    from coopcode.training.magrpo import MAGRPOTrainer
-
-    if config.algo == "sft":
-        from coopcode.training.sft import SFTTrainer
-
-        return SFTTrainer(engine, config, problems, warn=warn, **kw)
-    cls = GRPOTrainer if config.algo == "grpo" else MAGRPOTrainer
-    return cls(engine, config, problems, **kw)
-
-
 def train(
     config: TrainConfig,
     out: Path,
     *,
     resume: bool = False,
-    engine: Any = None,
-    sandbox: Any = None,
-    scorer: Any = None,
+    engine: Engine | None = None,
+    sandbox: Sandbox | None = None,
+    scorer: Scorer | None = None,
     emit: Emit = ignore,
     cancel: threading.Event | None = None,
     explicit: set[str] | None = None,
-    progress: Any = None,
+    progress: Say | None = None,
 ) -> TrainResult:
     """Train (or resume) the run in `out`; `engine` and `sandbox` are loaded by the caller
     (or the engine here from `config.model`)."""
@@ -137,22 +142,121 @@ def train(
     # One training per run folder (rank 0 writes it), refused before anything is read or loaded.
     lock = RunLock.acquire(out, "training run") if os.environ.get("RANK", "0") == "0" else None
     try:
-        return _train(config, out, resume, engine, sandbox, scorer, emit, cancel, explicit,
-                      progress)
+        config = resolve_config(config, out, resume, explicit)
+        # Read before the model loads: a bad problem set fails in a second, not after a minute.
+        problems = load_training_problems(config.problems, config.limit)
+        eval_problems = val.load_eval_problems(config) if config.eval_every else []
+        saved = SavedState.latest(out) if resume else None
+        from coopcode.training.distributed import init_ranks
+
+        ranks = init_ranks()  # torchrun: this process's share; alone: rank 0 of 1
+        if not ranks.main:
+            emit, progress = ignore, None  # rank 0 speaks for the run
+        with ExitStack() as owned:
+            policy = None
+            if engine is None:
+                engine, policy = open_rollout_engine(config, progress)
+                # Closed before the process exits: its decode thread must be out of torch.
+                owned.callback(engine.close)
+            run = TrainingRun(config=config, out=out, problems=problems, engine=engine,
+                              policy=policy, sandbox=sandbox, scorer=scorer,
+                              eval_problems=eval_problems, ranks=ranks, emit=emit,
+                              cancel=cancel or threading.Event())
+            result, finished = _train(run, saved)
+        emit(finished)
+        return result
     finally:
         if lock is not None:
             lock.release()
 
 
-def _restore(trainer: Any, state_dir: Path, names: list[str], out: Path, publish: bool,
-             into: str = "") -> None:
-    """The trainer as it was saved in `state_dir` (weights, optimizer, data order, step)."""
-    trainer_state, _ = ckpt.load_state(state_dir)
+@dataclass(frozen=True)
+class SavedState:
+    """The last complete save of a run being resumed: its folder and its state.json."""
+
+    folder: Path
+    info: dict[str, Any]
+
+    @classmethod
+    def latest(cls, out: Path) -> SavedState | None:
+        """The run's last complete save, or None before its first."""
+        folder = ckpt.latest_state(out)
+        if folder is None:
+            return None
+        return cls(folder, json.loads((folder / "state.json").read_text()))
+
+
+def _train(run: TrainingRun, saved: SavedState | None) -> tuple[TrainResult, Finished]:
+    """The run from its checks to its end: the result, and the Finished event to emit once
+    the engine is closed."""
+    from coopcode.training.algorithms import make_trainer
+
+    _check_resumed(run, saved)
+    trainer = make_trainer(run)
+    if saved is not None:
+        _restore(run, trainer, saved.folder)
+    if run.ranks.main:
+        _prepare_folder(run, trainer.step)
+    log = MetricsLog(run.out, run.emit, write=run.ranks.main)
+    try:
+        _announce(run, trainer, resumed=saved is not None)
+        steps = _StepLoop(run, trainer, log)
+        stopped = steps.train()
+    finally:
+        log.close()
+    return steps.result(stopped)
+
+
+def _check_resumed(run: TrainingRun, saved: SavedState | None) -> None:
+    """A resumed run goes on as it began: on the same base model and problems (else a
+    UserError), with a warning where its arithmetic will round differently."""
+    if saved is None:
+        return
+    _check_base(run.out, run.engine, saved.info)
+    changed = _runtime_changed(saved.info.get("runtime"), run.config)
+    if changed and run.ranks.main:
+        run.emit(Log(level="warning", message=changed))
+    if saved.info and saved.info.get("task_ids") != [p.task_id for p in run.problems]:
+        raise UserError(f"{run.out}: the problems changed since the run started "
+                        f"({run.config.problems}); resume with the same data")
+
+
+def _restore(run: TrainingRun, trainer: Trainer, folder: Path) -> None:
+    """The trainer as it was saved in `folder` (weights, optimizer, data order, step); rank 0
+    publishes the saved adapters as the run's last step's."""
+    trainer_state, _ = ckpt.load_state(folder)
+    names = list(trainer.adapter_names().values())
     for name in names:
-        trainer.policy.load_weights(name, state_dir / name)
+        trainer.policy.load_weights(name, folder / name)
     trainer.load_state_dict(trainer_state)
-    if publish:
-        ckpt.publish_adapters(out, state_dir, names, into=into)
+    if run.ranks.main:
+        ckpt.publish_adapters(run.out, folder, names, into=last_dir(run.config))
+
+
+def _prepare_folder(run: TrainingRun, step: int) -> None:
+    """The run folder as of `step`: the metrics, samples and validations of steps after it
+    removed (a resumed run takes them again), and the config written at the first start."""
+    for name in ("metrics.jsonl", "samples.jsonl"):
+        ckpt.truncate_metrics(run.out / name, step)
+    val.prune(run.out, step)
+    if not (run.out / "config.json").exists():
+        ckpt.write_json_atomic(run.out / "config.json", run.config.to_dict())
+
+
+def _announce(run: TrainingRun, trainer: Trainer, *, resumed: bool) -> None:
+    """The run's Started event (and, resumed, where it goes on), and rank 0's live status of
+    the step in progress."""
+    config, total = run.config, trainer.total_steps
+    run.emit(Started(job="train", total=total, meta={
+        "out": str(run.out), "algo": config.algo, "model": run.engine.model_name,
+        "problems": len(run.problems), "group_size": config.group_size, "reward": config.reward,
+        **trainer.run_meta(),
+        "resumed_from": trainer.step if resumed else None,
+    }))
+    if resumed:
+        run.emit(Log(message=f"resuming {run.out} at step {trainer.step}/{total}"))
+    if run.ranks.main:
+        trainer.watch_phases(StepStatus(run.emit, trainer, total))
 
 
 def keeps_best(config: TrainConfig) -> bool:
@@ -170,45 +274,45 @@ def last_dir(config: TrainConfig) -> str:
 class _Checkpointer:
     """Saves a resumable state of the run and publishes its adapters and manifest."""
 
-    out: Path
-    config: TrainConfig
-    trainer: Any
-    engine: Any
-    problems: list[Problem]
+    run: TrainingRun
+    trainer: Trainer
     log: MetricsLog
-    names: list[str]
-    total: int
-    emit: Emit
-    writes: bool  # every rank holds the same adapters; one writes them
     kept: dict[str, Any] | None = None  # the validated step the top-level adapters are
     stopped_early: bool = False
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.trainer.adapter_names().values())
+
+    @property
+    def writes(self) -> bool:
+        return self.run.ranks.main  # every rank holds the same adapters; one writes them
 
     def keep(self, kept: dict[str, Any] | None) -> None:
         """Publish the kept step's adapters (saved by its validation) as the run's."""
         if kept is None:
             return
         self.kept = kept
-        if self.writes and keeps_best(self.config):
-            from coopcode.training.validation import eval_dir
-
-            ckpt.publish_adapters(self.out, eval_dir(self.out, kept["step"]) / "adapters",
-                                  self.names)
+        if self.writes and keeps_best(self.run.config):
+            saved = val.eval_dir(self.run.out, kept["step"]) / "adapters"
+            ckpt.publish_adapters(self.run.out, saved, self.names)
 
     def __call__(self, step: int) -> None:
         if not self.writes:
             return
-        out, config, engine, log = self.out, self.config, self.engine, self.log
+        out, config, engine, log = self.run.out, self.run.config, self.run.engine, self.log
+        names = self.names
 
         def write_adapters(folder: Path) -> None:
-            for name in self.names:
+            for name in names:
                 self.trainer.policy.save(name, folder / name)
 
-        info = {"task_ids": [p.task_id for p in self.problems], "algorithm": config.algo,
+        info = {"task_ids": [p.task_id for p in self.run.problems], "algorithm": config.algo,
                 "base": {"name": engine.model_name, "fingerprint": engine.model_fingerprint},
                 "runtime": runtime()}
         final = ckpt.save_state(out, step, self.trainer.state_dict(), write_adapters, info,
                                 keep=config.keep_checkpoints)
-        ckpt.publish_adapters(out, final, self.names, into=last_dir(config))
+        ckpt.publish_adapters(out, final, names, into=last_dir(config))
         last = log.history[-1] if log.history else {}
         metrics = {"reward_mean": log.recent("reward/mean"), "pass_rate": log.recent("pass_rate"),
                    "window": min(10, len(log.history)),
@@ -217,161 +321,142 @@ class _Checkpointer:
                                                                          config.max_new_tokens)]}
         ckpt.write_json_atomic(out / "manifest.json", ckpt.manifest(
             base_name=engine.model_name, fingerprint=engine.model_fingerprint,
-            algorithm=config.algo, config=config.to_dict(), step=step, total_steps=self.total,
-            metrics=metrics, adapters=self.names, run=out.name) | {
+            algorithm=config.algo, config=config.to_dict(), step=step,
+            total_steps=self.trainer.total_steps, metrics=metrics, adapters=names,
+            run=out.name) | {
                 "runtime": runtime(), "kept": self.kept, "stopped_early": self.stopped_early,
                 "last": last_dir(config) or None})
-        self.emit(Log(message=f"checkpoint step {step}: {out}"))
+        self.run.emit(Log(message=f"checkpoint step {step}: {out}"))
 
 
-def _train(config: TrainConfig, out: Path, resume: bool, engine: Any, sandbox: Any, scorer: Any,
-           emit: Emit, cancel: threading.Event | None, explicit: set[str] | None,
-           progress: Any) -> TrainResult:
-    config = resolve_config(config, out, resume, explicit)
-    problems = load_training_problems(config.problems, config.limit)
-    from coopcode.training import validation as val
+class _StepLoop:
+    """The steps of a run: train, validate when due, log, save; until the last step, a stop
+    request, or validation without a new best for --patience evaluations."""
 
-    eval_problems = val.load_eval_problems(config) if config.eval_every else []
-    state_dir = ckpt.latest_state(out) if resume else None
-    state_info = json.loads((state_dir / "state.json").read_text()) if state_dir else {}
-    from coopcode.training.distributed import init_ranks
+    def __init__(self, run: TrainingRun, trainer: Trainer, log: MetricsLog) -> None:
+        self.run, self.trainer, self.log = run, trainer, log
+        self.config, self.total = run.config, trainer.total_steps
+        self.save = _Checkpointer(run, trainer, log)
+        # Rank 0 evaluates (the others wait for it at the next step's first reduction).
+        self.validate: val.Validation | None = None
+        if run.config.eval_every and run.ranks.main:
+            # A resumed run: the kept step among the evaluations it has left.
+            self.save.keep(val.keep(val.evaluations(run.out, log.history), run.config.keep_step))
+            self.validate = val.Validation(run, trainer)
+            self.validate.warn_overlap(run.problems)
+        self.watch = CollapseWatch(run.config.max_new_tokens)
+        self.started, self.first_step = time.time(), trainer.step
 
-    ranks = init_ranks()  # torchrun: this process's share; alone: rank 0 of 1
-    if not ranks.main:
-        emit, progress = ignore, None  # rank 0 speaks for the run
-    policy = None
-    owned = engine is None
-    if owned:
-        engine, policy = open_rollout_engine(config, progress)
-    _check_base(out, engine, resume)
-    changed = _runtime_changed(state_info.get("runtime"), config)
-    if changed and ranks.main:
-        emit(Log(level="warning", message=changed))
-    if state_info and state_info.get("task_ids") != [p.task_id for p in problems]:
-        raise UserError(f"{out}: the problems changed since the run started "
-                        f"({config.problems}); resume with the same data")
+    def train(self) -> bool:
+        """Train to the end; whether a stop request ended the run first."""
+        from coopcode.training.trainer import TrainingStopped
 
-    cancel = cancel or threading.Event()
-    trainer = make_trainer(engine, config, problems, sandbox=sandbox, scorer=scorer, cancel=cancel,
-                           policy=policy, sync_dir=out / "rollout_adapters", ranks=ranks,
-                           warn=lambda message: emit(Log(message=message, level="warning")))
-    total = trainer.total_steps
-    names = list(trainer.adapter_names().values())
-    if state_dir is not None:
-        _restore(trainer, state_dir, names, out, publish=ranks.main, into=last_dir(config))
-    if ranks.main:
-        for name in ("metrics.jsonl", "samples.jsonl"):
-            ckpt.truncate_metrics(out / name, trainer.step)
-        val.prune(out, trainer.step)
-        if not (out / "config.json").exists():
-            ckpt.write_json_atomic(out / "config.json", config.to_dict())
-    log = MetricsLog(out, emit, write=ranks.main)
-    emit(Started(job="train", total=total, meta={
-        "out": str(out), "algo": config.algo, "model": engine.model_name,
-        "problems": len(problems), "group_size": config.group_size, "reward": config.reward,
-        **({"examples": len(trainer.targets)} if config.algo == "sft" else {}),
-        "resumed_from": trainer.step if state_dir else None,
-    }))
-    if state_dir is not None:
-        emit(Log(message=f"resuming {out} at step {trainer.step}/{total}"))
-    status = StepStatus(emit, trainer, total)
-    rollouts = getattr(trainer, "rollouts", None)
-    if ranks.main and rollouts is not None and hasattr(rollouts, "on_phase"):
-        rollouts.on_phase = status  # the step in progress, tokens sampled so far
+        trainer = self.trainer
+        try:
+            if self.validate is not None:
+                self._validate_before_training(self.validate)
+            while trainer.step < self.total and not self.save.stopped_early:
+                if self.run.cancel.is_set():
+                    raise TrainingStopped(trainer.step)
+                self._step()
+        except OSError as e:
+            if not no_space(e):
+                raise
+            raise UserError(self._no_space(e)) from None
+        except TrainingStopped:
+            self._save_stopped()
+            return True
+        return False
 
-    save = _Checkpointer(out, config, trainer, engine, problems, log, names, total, emit,
-                         writes=ranks.main)
-    if config.eval_every and ranks.main:  # a resumed run: the kept step among what is left
-        save.keep(val.keep(val.evaluations(out, log.history), config.keep_step))
-    # Rank 0 evaluates (the others wait for it at the next step's first reduction).
-    validate = None
-    if config.eval_every and ranks.main:
-        validate = val.Validation(config, out, trainer, sandbox, eval_problems, emit=emit,
-                                  cancel=cancel)
-        validate.warn_overlap(problems)
+    def _validate_before_training(self, validate: val.Validation) -> None:
+        """The agents before any update (the curve's start), and whether the validations a
+        resumed run has already say to stop."""
+        trainer, log = self.trainer, self.log
+        if trainer.step == 0 and not val.evaluated_at_start(log.history):
+            figures = validate(0)
+            if figures:
+                log.log(0, {**figures, "val/kept_step": 0.0})
+        self._judge(log.history)
+        if self.save.stopped_early and trainer.step < self.total:
+            self.run.emit(Log(message=f"the run stopped itself at step {trainer.step}: "
+                                      f"{self.config.patience} validations without a new best "
+                                      f"({flag('patience')}); a larger one lets it go on"))
 
-    from coopcode.training.trainer import TrainingStopped
+    def _step(self) -> None:
+        """One step: train, validate when due, log, record the samples, save when due."""
+        config, trainer, log, emit = self.config, self.trainer, self.log, self.run.emit
+        values = trainer.train_step()
+        step = trainer.step
+        validated = False
+        if self.validate is not None and val.is_due(config, step, self.total):
+            # Before the step is logged and saved: a run killed here redoes the step.
+            figures = self.validate(step)
+            values.update(figures)
+            validated = bool(figures)
+        if validated and self._judge([*log.history, {"step": step, **values}]):
+            emit(Log(message=f"stopping at step {step}: {config.patience} validations "
+                             f"without a new best val pass@1 ({flag('patience')})"))
+        if validated and self.save.kept is not None:  # the curve says which step is kept
+            values["val/kept_step"] = float(self.save.kept["step"])
+        log.log(step, values, extra={"task_ids": trainer.step_task_ids})
+        for warning in self.watch.new(log.history):  # each kind once, when it first shows
+            emit(Log(message=f"{warning.kind}: {warning.message}", level="warning"))
+        self._record_samples(step, trainer.last_rollouts)
+        rate = (time.time() - self.started) / max(1, step - self.first_step)
+        emit(Progress(done=step, total=self.total, label=f"step {step}/{self.total}",
+                      eta_s=rate * (self.total - step)))
+        # A validated step is saved with the kept step it chose (manifest and adapters agree).
+        if step % config.save_every == 0 or step == self.total or self.save.stopped_early or \
+                (validated and keeps_best(config)):
+            self.save(step)
 
-    started, first_step = time.time(), trainer.step
-    stopped = False
-    watch = CollapseWatch(config.max_new_tokens)
-    def judge_evaluations(history: list[dict[str, Any]]) -> bool:
+    def _judge(self, history: list[dict[str, Any]]) -> bool:
         """Keep the best step so far; whether validation says to stop (--patience)."""
-        found = val.evaluations(out, history)
+        config, save = self.config, self.save
+        found = val.evaluations(self.run.out, history)
         kept = val.keep(found, config.keep_step)
         if kept is not None and kept != save.kept:
             save.keep(kept)
-            emit(Log(message=f"keeping step {kept['step']} ({val.kept_words(kept)})"))
+            self.run.emit(Log(message=f"keeping step {kept['step']} ({val.kept_words(kept)})"))
         if config.patience is not None and found and val.since_best(found) >= config.patience:
             save.stopped_early = True
         return save.stopped_early
 
-    try:
-        if validate is not None and trainer.step == 0 and not val.evaluated_at_start(log.history):
-            figures = validate(0)  # the agents before any update: the curve's start
-            if figures:
-                log.log(0, {**figures, "val/kept_step": 0.0})
-        if validate is not None:
-            judge_evaluations(log.history)
-            if save.stopped_early and trainer.step < total:
-                emit(Log(message=f"the run stopped itself at step {trainer.step}: "
-                                 f"{config.patience} validations without a new best "
-                                 f"({flag('patience')}); a larger one lets it go on"))
-        while trainer.step < total and not save.stopped_early:
-            if cancel.is_set():
-                raise TrainingStopped(trainer.step)
-            values = trainer.train_step()
-            step = trainer.step
-            validated = False
-            if validate is not None and val.is_due(config, step, total):
-                # Before the step is logged and saved: a run killed here redoes the step.
-                figures = validate(step)
-                values.update(figures)
-                validated = bool(figures)
-            if validated and judge_evaluations([*log.history, {"step": step, **values}]):
-                emit(Log(message=f"stopping at step {step}: {config.patience} validations "
-                                 f"without a new best val pass@1 ({flag('patience')})"))
-            if validated and save.kept is not None:  # the curve says which step is kept
-                values["val/kept_step"] = float(save.kept["step"])
-            log.log(step, values, extra={"task_ids": trainer.step_task_ids})
-            for warning in watch.new(log.history):  # each kind once, when it first shows
-                emit(Log(message=f"{warning.kind}: {warning.message}", level="warning"))
-            lines = ranks.in_order(ranks.gather(sample_lines(step, trainer.last_rollouts)))
-            if ranks.main and lines:  # every rank's samples of the step, in problem order
-                append_line(out / "samples.jsonl", "".join(f"{line}\n" for line in lines))
-            rate = (time.time() - started) / max(1, step - first_step)
-            emit(Progress(done=step, total=total, label=f"step {step}/{total}",
-                          eta_s=rate * (total - step)))
-            # A validated step is saved with the kept step it chose (manifest and adapters agree).
-            if step % config.save_every == 0 or step == total or save.stopped_early or \
-                    (validated and keeps_best(config)):
-                save(step)
-    except OSError as e:
-        if not no_space(e):
-            raise
-        saved = ckpt.latest_state(out)
+    def _record_samples(self, step: int, rollouts: list[ProblemRollout]) -> None:
+        """Every rank's samples of the step, in problem order, into samples.jsonl (rank 0)."""
+        ranks = self.run.ranks
+        lines = ranks.in_order(ranks.gather(sample_lines(step, rollouts)))
+        if ranks.main and lines:
+            append_line(self.run.out / "samples.jsonl", "".join(f"{line}\n" for line in lines))
+
+    def _no_space(self, error: OSError) -> str:
+        """The line a full disk ends the run with: where it stopped and what was saved."""
+        saved = ckpt.latest_state(self.run.out)
         kept = (f"the last complete save (step {saved.name.split('-')[-1].lstrip('0') or 0}) is "
                 "kept" if saved is not None else "no step was saved yet")
-        raise UserError(write_failure(out, e, f"stopped at step {trainer.step}; {kept}",
-                                      "free some space and rerun with --resume")) from None
-    except TrainingStopped:
-        stopped = True
-        saved = ckpt.latest_state(out)
-        if trainer.step > 0 and (saved is None or not saved.name.endswith(f"{trainer.step:06d}")):
-            save(trainer.step)
-        emit(Log(message=f"stopped after step {trainer.step}; rerun with --resume to continue"))
-    finally:
-        log.close()
-        if owned:
-            engine.close()  # its decode thread must be out of torch before the process exits
-    last = log.history[-1] if log.history else {}
-    result = TrainResult(out, trainer.step, total, stopped, last, kept=save.kept,
-                         stopped_early=save.stopped_early)
-    emit(Finished(job="train", summary={"out": str(out), "step": trainer.step, "total_steps": total,
-                                        "stopped": stopped, "stopped_early": save.stopped_early,
-                                        "kept_step": save.kept["step"] if save.kept else None,
-                                        "reward_mean": log.recent("reward/mean")}))
-    return result
+        return write_failure(self.run.out, error, f"stopped at step {self.trainer.step}; {kept}",
+                             "free some space and rerun with --resume")
+
+    def _save_stopped(self) -> None:
+        """A stop request: save the last step unless it is saved already."""
+        step = self.trainer.step
+        saved = ckpt.latest_state(self.run.out)
+        if step > 0 and (saved is None or not saved.name.endswith(f"{step:06d}")):
+            self.save(step)
+        self.run.emit(Log(message=f"stopped after step {step}; rerun with --resume to continue"))
+
+    def result(self, stopped: bool) -> tuple[TrainResult, Finished]:
+        """What the run ended with, and the Finished event that says so."""
+        trainer, save, log = self.trainer, self.save, self.log
+        last = log.history[-1] if log.history else {}
+        result = TrainResult(self.run.out, trainer.step, self.total, stopped, last,
+                             kept=save.kept, stopped_early=save.stopped_early)
+        finished = Finished(job="train", summary={
+            "out": str(self.run.out), "step": trainer.step, "total_steps": self.total,
+            "stopped": stopped, "stopped_early": save.stopped_early,
+            "kept_step": save.kept["step"] if save.kept else None,
+            "reward_mean": log.recent("reward/mean")})
+        return result, finished
 
 
 class StepStatus:
@@ -383,7 +468,7 @@ class StepStatus:
 
     EVERY = 1.0  # s between two "sampling, N tokens" events
 
-    def __init__(self, emit: Emit, trainer: Any, total: int) -> None:
+    def __init__(self, emit: Emit, trainer: Trainer, total: int) -> None:
         self.emit, self.trainer, self.total = emit, trainer, total
         self.phase, self.last = "", 0.0
         self.lock = threading.Lock()
@@ -399,7 +484,7 @@ class StepStatus:
                            label=f"step {step}/{self.total}: {phase}, {tokens} tokens"))
 
 
-def sample_lines(step: int, rollouts: list[Any]) -> list[str]:
+def sample_lines(step: int, rollouts: list[ProblemRollout]) -> list[str]:
     """What the agents wrote at this step and what it scored (turn 1), one JSON line per
     problem: `samples.jsonl`, for reading a run: per joint action its reward, each agent's
     code, the pair's cooperation (patterns, own work, the helper alone solves it) and, with
@@ -433,7 +518,7 @@ def runtime() -> dict[str, Any]:
             "device": "cuda" if torch.cuda.is_available() else "cpu"}
 
 
-def _runtime_changed(saved: Any, config: TrainConfig) -> str:
+def _runtime_changed(saved: object, config: TrainConfig) -> str:
     """A warning when a --deterministic run resumes on other threads or another torch (its
     steps from here are not the ones it would have taken), else ''."""
     if not config.deterministic or not isinstance(saved, dict):
@@ -448,12 +533,9 @@ def _runtime_changed(saved: Any, config: TrainConfig) -> str:
             f"steps from here are not bit for bit those of an uninterrupted run{hint}")
 
 
-def _check_base(out: Path, engine: Any, resume: bool) -> None:
-    """A resumed run must continue on the base model it started on."""
-    if not resume:
-        return
-    state = ckpt.latest_state(out)
-    info = json.loads((state / "state.json").read_text()) if state else {}
+def _check_base(out: Path, engine: Engine, info: dict[str, Any]) -> None:
+    """A resumed run must continue on the base model it started on (`info`: its last save's
+    state.json)."""
     base = info.get("base") or {}
     trained_on = base.get("fingerprint")
     if trained_on and engine.model_fingerprint and trained_on != engine.model_fingerprint:

@@ -21,9 +21,11 @@ from typing import Any
 import torch
 
 from coopcode.core.errors import UserError
+from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.schemes import adapter_of, get_scheme
 from coopcode.training.config import TrainConfig
+from coopcode.training.context import Say, TrainingRun
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.examples import Example, Target, load_examples, render_targets
@@ -39,19 +41,17 @@ class SFTTrainer(AdapterTrainer):
 
     def __init__(
         self,
-        engine: Any,
+        engine: Engine,
         config: TrainConfig,
         problems: Sequence[Problem],
         *,
         policy: TransformersPolicy | None = None,
         sync_dir: Path | None = None,
         ranks: Ranks | None = None,
-        sandbox: Any = None,  # unused: nothing is run (accepted like the RL trainers')
-        scorer: Any = None,
         total_steps: int | None = None,
         cancel: threading.Event | None = None,
         examples: Sequence[Example] | None = None,
-        warn: Any = None,  # called with a line a user should see (examples left out, ...)
+        warn: Say | None = None,  # told a line a user should see (examples left out, ...)
     ) -> None:
         config.validate()
         if config.algo != self.algorithm:
@@ -73,6 +73,17 @@ class SFTTrainer(AdapterTrainer):
         if long and warn is not None:
             warn(f"{long} targets are longer than --max-new-tokens "
                      f"{config.max_new_tokens}: the agents learn answers RL would cut short")
+
+    @classmethod
+    def from_run(cls, run: TrainingRun) -> SFTTrainer:
+        """The trainer of `run`: the examples of its config on its problems (nothing is run,
+        so neither its sandbox nor its scorer is used)."""
+        return cls(run.engine, run.config, run.problems, policy=run.policy,
+                   sync_dir=run.sync_dir, ranks=run.ranks, cancel=run.cancel, warn=run.warn)
+
+    def run_meta(self) -> dict[str, int]:
+        """The Started event counts the examples trained on."""
+        return {"examples": len(self.targets)}
 
     def targets_of(self, role: str, examples: Sequence[list[Target]]) -> list[Target]:
         return [t for ts in examples for t in ts if self._role_of[t.adapter] == role]

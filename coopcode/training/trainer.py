@@ -3,8 +3,9 @@
 The adapters (fresh, from the run's seed, or from a saved folder), one AdamW, learning-rate
 schedule and gradient clipping per agent, the DDP wrapper of each agent's loss, handing a
 separate sampler the current weights, and the resumable state (optimizers, schedules, RNG,
-step). A trainer adds `train_step` and `_chunk_loss` (one micro-batch's loss); a warm start
-(`sft`) and the RL that follows it therefore share one adapter format, optimizer and
+step). A trainer adds `train_step`, `_chunk_loss` (one micro-batch's loss) and `from_run`
+(how it builds itself from a run; `context.Trainer` is what the run asks of it); a warm
+start (`sft`) and the RL that follows it therefore share one adapter format, optimizer and
 checkpoint code, and `--helper-adapter` / `--main-adapter` pick up either's adapters.
 """
 
@@ -14,15 +15,21 @@ import math
 import random
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from coopcode.schemes import adapter_of, per_role
 from coopcode.training.config import TrainConfig, lora_target_modules
+from coopcode.training.context import PhaseWatcher
 from coopcode.training.distributed import Ranks, agent_loss
 from coopcode.training.policy import TransformersPolicy
+
+if TYPE_CHECKING:
+    from coopcode.engines import Engine
+    from coopcode.training.rollout import ProblemRollout
 
 REFERENCE_PREFIX = "ref-"  # the frozen copy of an agent's starting adapters (KL reference)
 
@@ -35,7 +42,7 @@ class TrainingStopped(Exception):
         self.step = step
 
 
-def lr_lambda(config: TrainConfig, total_steps: int) -> Any:
+def lr_lambda(config: TrainConfig, total_steps: int) -> Callable[[int], float]:
     """Multiplier of the learning rate at a step: linear warm-up, then the schedule."""
     warm = config.warmup_steps
 
@@ -57,7 +64,7 @@ class AdapterTrainer:
 
     algorithm = ""
 
-    def __init__(self, engine: Any, config: TrainConfig, *, total_steps: int,
+    def __init__(self, engine: Engine, config: TrainConfig, *, total_steps: int,
                  policy: TransformersPolicy | None = None, sync_dir: Path | None = None,
                  ranks: Ranks | None = None, cancel: threading.Event | None = None) -> None:
         self.engine, self.config = engine, config
@@ -67,15 +74,15 @@ class AdapterTrainer:
         self.roles = config.roles
         self.total_steps = total_steps
         self.cancel = cancel
-        self.losses: dict[str, Any] = {}
+        self.losses: dict[str, torch.nn.Module] = {}  # role -> its loss (in DDP with several ranks)
         self._synced_step = -1
-        self.params: dict[str, list[Any]] = {}
+        self.params: dict[str, list[torch.nn.Parameter]] = {}
         self.optimizers: dict[str, torch.optim.Optimizer] = {}
-        self.schedulers: dict[str, Any] = {}
+        self.schedulers: dict[str, torch.optim.lr_scheduler.LambdaLR] = {}
         self.references: dict[str, str | None] = {}  # role -> the KL's reference adapter
         self._attach_adapters()
         self.step = 0  # optimizer steps completed
-        self.last_rollouts: list[Any] = []  # this rank's (RL: what samples.jsonl records)
+        self.last_rollouts: list[ProblemRollout] = []  # this rank's: what samples.jsonl records
         self.step_task_ids: list[str] = []
 
     def _chunk_loss(self, chunk: Any) -> tuple[torch.Tensor, Any]:
@@ -122,6 +129,13 @@ class AdapterTrainer:
         """role -> adapter (and folder) name."""
         return {role: adapter_of(role) for role in self.roles}
 
+    def run_meta(self) -> dict[str, int]:
+        """What the run's Started event says of the data beyond its problems: nothing here."""
+        return {}
+
+    def watch_phases(self, watcher: PhaseWatcher) -> None:
+        """Nothing to tell here: a trainer that samples tells its phases (`MAGRPOTrainer`)."""
+
     def sync_sampler(self) -> None:
         """A sampler apart from the policy (vLLM, a server) gets the current adapter weights:
         saved as PEFT folders and loaded under the agents' names (the engine versions them).
@@ -157,7 +171,7 @@ class AdapterTrainer:
         # Always step (AdamW skips weights without a gradient) so the scheduler stays in order.
         self.optimizers[role].step()
         self.optimizers[role].zero_grad(set_to_none=True)
-        lr = self.schedulers[role].get_last_lr()[0]
+        lr = float(self.schedulers[role].get_last_lr()[0])
         self.schedulers[role].step()
         return {f"{role}/grad_norm": norm, f"{role}/lr": lr}
 

@@ -16,18 +16,21 @@ import json
 import random
 import re
 import shutil
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coopcode.core.errors import UserError
-from coopcode.core.events import Emit, Log
+from coopcode.core.events import Log
 from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.problems import Problem, load_problems
 from coopcode.schemes import adapter_of
 from coopcode.training.config import TrainConfig, flag
+from coopcode.training.context import Trainer, TrainingRun
+
+if TYPE_CHECKING:
+    from coopcode.evaluation.stats import Choice
 
 VALIDATION_DIR = "validation"
 _STEP = re.compile(r"^step-(\d+)$")
@@ -157,7 +160,8 @@ def evaluations(out: Path, history: Sequence[Mapping[str, Any]]) -> list[dict[st
     return found
 
 
-def choose_step(found: Sequence[Mapping[str, Any]], metric: str = "val/pass@1") -> Any:
+def choose_step(found: Sequence[Mapping[str, Any]], metric: str = "val/pass@1"
+                ) -> Choice | None:
     """Which evaluation the figures prefer by `metric` (`stats.choose`: the best step, and
     whether it leads every other by more than two standard errors, paired over problems);
     None when fewer than two evaluations hold the per-problem figures."""
@@ -249,13 +253,13 @@ def choice_line(what: str, choice: Mapping[str, Any]) -> str:
 class Validation:
     """Benches a trainer's agents on the validation problems (rank 0 of a run)."""
 
-    def __init__(self, config: TrainConfig, out: Path, trainer: Any, sandbox: Any,
-                 problems: list[Problem], *, emit: Emit, cancel: threading.Event) -> None:
-        if sandbox is None:
+    def __init__(self, run: TrainingRun, trainer: Trainer) -> None:
+        if run.sandbox is None:
             raise UserError(f"{flag('eval_every')} needs a sandbox to run the validation "
                             "problems' tests")
-        self.config, self.out, self.trainer, self.sandbox = config, out, trainer, sandbox
-        self.problems, self.emit, self.cancel = problems, emit, cancel
+        self.config, self.out, self.trainer = run.config, run.out, trainer
+        self.sandbox = run.sandbox
+        self.problems, self.emit, self.cancel = run.eval_problems, run.emit, run.cancel
 
     def warn_overlap(self, training: list[Problem]) -> None:
         """Say so when the validation problems are also trained on (humaneval:val is part of

@@ -12,9 +12,10 @@ import pytest
 import torch
 
 from coopcode.problems import load_problems
+from coopcode.training.algorithms import make_trainer
 from coopcode.training.config import TrainConfig
+from coopcode.training.context import TrainingRun
 from coopcode.training.rollout import output_scorer
-from coopcode.training.run import make_trainer
 
 STEPS = 5  # bounded: a step is G one-token samples per agent, about a second on CPU
 GROUP = 16
@@ -38,8 +39,10 @@ def _learn(algo: str, make_engine: Any, model_dir: Path, *, seed: int = 0, lr: f
                          warmup_steps=0, lora_rank=4, steps=steps, seed=seed)
     torch.manual_seed(seed)
     problems = load_problems("humaneval:train")[:1]
-    trainer = make_trainer(make_engine(model_dir), config, problems,
-                           scorer=output_scorer(starts_with_target))
+    # The engine's own model learns and the scorer is a plain function: nothing is written to
+    # the run folder, so the model's folder stands in for it.
+    trainer = make_trainer(TrainingRun(config, model_dir, problems, make_engine(model_dir),
+                                       scorer=output_scorer(starts_with_target)))
 
     def rates(rollouts: Any) -> dict[str, float]:
         out = {}

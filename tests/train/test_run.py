@@ -61,3 +61,13 @@ def test_ranks_probing_one_run_folder_at_once_do_not_trip_each_other(tmp_path: P
     for t in threads:
         t.join()
     assert errors == [] and list(out.iterdir()) == []
+
+
+def test_every_algorithm_has_the_trainer_of_its_name() -> None:
+    # `--algo X` builds TRAINERS[X]: an algorithm the config accepts without a trainer would
+    # fail only once the model had loaded.
+    from coopcode.training.algorithms import TRAINERS
+    from coopcode.training.config import ALGOS
+
+    assert set(TRAINERS) == set(ALGOS)
+    assert all(TRAINERS[algo].algorithm == algo for algo in ALGOS)
