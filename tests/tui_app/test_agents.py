@@ -38,7 +38,7 @@ async def test_loads_the_model_then_adapters_on_the_same_base(make_app, tiny_mod
         assert any("loading" in line for line in log_lines)
         # The run is offered for both agents, with its manifest.
         helper = screen.query_one("#helper-adapter")
-        options = [value for _label, value in helper._options]
+        options = [value for _label, value in helper.options]
         assert "checkpoints/demo-run" in options
         helper.value = "checkpoints/demo-run"
         screen.query_one("#main-adapter").value = "checkpoints/demo-run"

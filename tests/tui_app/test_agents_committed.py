@@ -35,7 +35,7 @@ async def test_the_agents_screen_loads_every_committed_run(make_app, workdir: Pa
             value = f"checkpoints/{run}"
             for role in ("helper", "main"):
                 select = screen.query_one(f"#{role}-adapter")
-                offered = [v for _label, v in select._options]
+                offered = [v for _label, v in select.options]
                 assert (value in offered) == (role in roles), (run, role, offered)
                 select.value = value if role in roles else "none"
             await pilot.press("ctrl+r")

@@ -128,8 +128,8 @@ async def test_agents_screen_names_each_adapters_reward(make_app, runs):
     app = make_app(mode="agents")
     async with app.run_test(size=(100, 30)) as pilot:
         select = app.screen.query_one("#helper-adapter")
-        await wait_until(pilot, lambda: len(select._options) == 3)
-        labels = " | ".join(str(label) for label, _v in select._options)
+        await wait_until(pilot, lambda: len(select.options) == 3)
+        labels = " | ".join(str(label) for label, _v in select.options)
         assert "credit" in labels and "coop" in labels, labels
 
 

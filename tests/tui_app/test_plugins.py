@@ -44,7 +44,7 @@ async def test_the_tuis_scheme_lists_show_a_plugin_scheme(registered_plugin: Non
         app.switch_mode("collaborate")
         await pilot.pause()
         choices = app.screen.query_one("#scheme")
-        assert ("blind", "blind") in list(choices._options)
+        assert ("blind", "blind") in list(choices.options)
 
 
 async def test_the_tui_loads_a_plugin_engine_with_its_options_and_benches_with_it(

@@ -91,7 +91,7 @@ async def test_start_watch_curves_and_checkpoints_then_stop(make_app, tiny_model
         # The Agents screen offers the new adapters.
         await pilot.press("f2")
         await wait_until(pilot, lambda: app.current_mode == "agents")
-        options = [v for _label, v in app.screen.query_one("#helper-adapter")._options]
+        options = [v for _label, v in app.screen.query_one("#helper-adapter").options]
         assert "checkpoints/tiny-run" in options
 
 

@@ -93,11 +93,11 @@ async def test_the_agents_screen_finds_runs_anywhere_and_says_where_it_looked(ma
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
         run = screen.query_one("#run")
-        await wait_until(pilot, lambda: len(run._options) > 5, what="the runs listed")
+        await wait_until(pilot, lambda: len(run.options) > 5, what="the runs listed")
         # Before: only `none` outside the repository, and no word of where it looked.
         hint = str(screen.query_one("#runs-hint").render())
         assert "checkpoints (here)" in " ".join(hint.split()) and str(found) in hint.replace("\n", "")
-        assert any(PAIR in str(label) and "pair" in str(label) for label, _ in run._options)
+        assert any(PAIR in str(label) and "pair" in str(label) for label, _ in run.options)
         # Ctrl+L says what it found where (before: nothing happened on screen).
         await pilot.press("ctrl+l")
         await wait_until(pilot, lambda: any("runs in" in str(n.message) for n in app._notifications))
@@ -125,6 +125,6 @@ async def test_the_agents_screen_finds_runs_anywhere_and_says_where_it_looked(ma
         # Every option is one short line: a long one wrapped into the label below (`Macredit`).
         for select_id in ("#run", "#helper-adapter", "#main-adapter"):
             select = screen.query_one(select_id)
-            long = [str(label) for label, _ in select._options
+            long = [str(label) for label, _ in select.options
                     if len(str(label)) > select.size.width - 3]
             assert not long, (select_id, select.size.width, long)

@@ -15,6 +15,7 @@ from textual.widgets import Button, Footer, Input, Label, ProgressBar, RichLog, 
 from tui.runs import CheckpointInfo, describe_checkpoint, list_checkpoints
 from tui.session import AgentsSpec
 from tui.widgets.nav import NavBar
+from tui.widgets.options_select import OptionsSelect
 
 NO_ADAPTER = "none"
 NO_RUN_LABEL = "none: each agent's below"
@@ -52,8 +53,8 @@ class AgentsScreen(Screen[None]):
                             compact=True, id="model-other")
                 # A trained run (`--adapters`): a pair's helper and main, or one agent's.
                 yield Label("Trained run · sets both agents' adapters", classes="section")
-                yield Select([(NO_RUN_LABEL, NO_ADAPTER)], value=NO_ADAPTER,
-                             allow_blank=False, compact=True, id="run")
+                yield OptionsSelect([(NO_RUN_LABEL, NO_ADAPTER)], value=NO_ADAPTER,
+                                    allow_blank=False, compact=True, id="run")
                 yield Input("", placeholder="or a run's name or folder (Enter)", compact=True,
                             id="run-other")
                 yield Static("", id="runs-hint")
@@ -64,8 +65,8 @@ class AgentsScreen(Screen[None]):
                     given = getattr(spec, f"{role}_adapter") or NO_ADAPTER
                     options = [("none", NO_ADAPTER)] + ([(given, given)] if given != NO_ADAPTER else [])
                     yield Label(title, classes="section")
-                    yield Select(options, value=given, allow_blank=False, compact=True,
-                                 id=f"{role}-adapter")
+                    yield OptionsSelect(options, value=given, allow_blank=False, compact=True,
+                                        id=f"{role}-adapter")
                     yield Static("", id=f"{role}-manifest", classes="manifest")
                 yield Button("Load agents", id="load-button", variant="primary", compact=True)
             with Vertical(id="agents-status"):
@@ -105,11 +106,11 @@ class AgentsScreen(Screen[None]):
 
         spec = self.app.session.spec  # type: ignore[attr-defined]
         self.runs = {str(r.path): r for r in list_checkpoints()}
-        run_select = self.query_one("#run", Select)
+        run_select = self.query_one("#run", OptionsSelect)
         current_run = run_select.value
         runs = [(f"{r.name} · {_kind(r)}", key) for key, r in self.runs.items()]
         options = [(NO_RUN_LABEL, NO_ADAPTER), *runs]
-        if options != list(run_select._options):  # unchanged: no events, no churn
+        if options != run_select.options:  # unchanged: no events, no churn
             run_select.set_options(options)
             run_select.value = current_run if any(v == current_run for _, v in runs) else NO_ADAPTER
         found = f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''}"
@@ -117,7 +118,7 @@ class AgentsScreen(Screen[None]):
         if said:
             self.notify(f"{found} in {looked_in()}", title="trained runs")
         for role, given in (("helper", spec.helper_adapter), ("main", spec.main_adapter)):
-            select = self.query_one(f"#{role}-adapter", Select)
+            select = self.query_one(f"#{role}-adapter", OptionsSelect)
             current = select.value if select.value not in (Select.NULL, None) else (given or NO_ADAPTER)
             current = _run_folder(str(current), role, self.runs)
             # One line each, the run's name and its reward (its step and score below it):
@@ -175,10 +176,10 @@ class AgentsScreen(Screen[None]):
             self.notify(str(e), severity="error", title="trained run", timeout=10)
             return
         for role, path in (("helper", chosen.helper), ("main", chosen.main)):
-            select = self.query_one(f"#{role}-adapter", Select)
+            select = self.query_one(f"#{role}-adapter", OptionsSelect)
             value = NO_ADAPTER if path is None else _run_folder(str(path), role, self.runs)
-            if value != NO_ADAPTER and all(v != value for _, v in select._options):
-                select.set_options([*select._options, (_path_label(value, role), value)])
+            if value != NO_ADAPTER and all(v != value for _, v in select.options):
+                select.set_options([*select.options, (_path_label(value, role), value)])
             select.value = value
         self.notify(f"{given}: Ctrl+R loads it", title="trained run")
 

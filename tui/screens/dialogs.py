@@ -5,14 +5,20 @@ from __future__ import annotations
 from typing import TypeVar
 
 from textual import events
-from textual._time import get_time
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label
 
 ResultT = TypeVar("ResultT")
+
+
+def event_clock() -> float:
+    """Now, on the clock Textual stamps every message with (`Message.time`): the one a key's
+    time was read on."""
+    return Message().time
 
 
 class PathDialog(ModalScreen[str | None]):
@@ -38,19 +44,19 @@ class DecisionDialog(ModalScreen[ResultT]):
     """A dialog a key answers: keys typed before it was on screen do not.
 
     On a machine busy loading a model, the interface can lag the keyboard by seconds; a
-    second Esc typed because the first seemed to do nothing then reached the dialog the first
-    one opened and closed it unseen (issue 42: "Esc twice failed to open the stop dialog").
-    A key carries the time it was read from the terminal: one read before the dialog was
-    mounted was meant for the screen below, and is dropped (by the app: a key's bindings are
-    looked up when it reaches the app, on whatever screen is on top by then).
+    second Esc, typed because the first seemed to do nothing, would reach the dialog the
+    first one opened and close it unseen. A key carries the time it was read from the
+    terminal: one read before the dialog was mounted was meant for the screen below, and is
+    dropped (by the app: a key's bindings are looked up when it reaches the app, on whatever
+    screen is on top by then).
     """
 
     def __init__(self, *, classes: str | None = None) -> None:
         super().__init__(classes=classes)
-        self.shown_at = get_time()
+        self.shown_at = event_clock()
 
     def on_mount(self) -> None:
-        self.shown_at = get_time()
+        self.shown_at = event_clock()
 
     def drops_key(self, event: events.Key) -> bool:
         """Whether `event` was typed before this dialog was on screen (the app drops it)."""

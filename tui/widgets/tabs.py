@@ -29,7 +29,7 @@ def show_tab(tabs: TabbedContent, pane_id: str, focus: str | None = None) -> Non
     if target is None:
         target = next((w for w in pane.query("*") if w.focusable), None)
     if target is None:
-        from textual.widgets._tabbed_content import ContentTabs
+        from textual.widgets.tabbed_content import ContentTabs
 
         target = tabs.query_one(ContentTabs)
     target.focus()

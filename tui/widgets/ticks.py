@@ -1,7 +1,7 @@
 """A selection list and a checkbox whose unticked boxes are drawn empty.
 
 Textual draws an `X` in every box and only dims the unticked ones: on many terminal themes
-an unticked scheme read as ticked (issue 42). Here an unticked box holds a space."""
+an unticked box reads as ticked. Here an unticked box holds a space."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from rich.segment import Segment
 from textual.content import Content
 from textual.strip import Strip
 from textual.widgets import Checkbox, SelectionList
-from textual.widgets._toggle_button import ToggleButton
 from textual.widgets.option_list import OptionDoesNotExist
 
 EMPTY = " "
@@ -24,16 +23,16 @@ class TickList(SelectionList[Any]):
             selection = self.get_option_at_index(self.scroll_offset.y + y)
         except OptionDoesNotExist:
             return strip
-        if selection.value in self._selected:
+        if selection.value in self.selected:
             return strip
         segments = list(strip)
         # [left side, inner mark, right side, space, *prompt] (SelectionList.render_line)
-        if len(segments) > 1 and segments[1].text == ToggleButton.BUTTON_INNER:
+        if len(segments) > 1 and segments[1].text == Checkbox.BUTTON_INNER:
             segments[1] = Segment(EMPTY, segments[1].style)
         return Strip(segments, strip.cell_length)
 
 
 class TickBox(Checkbox):
     def render(self) -> Content:
-        self.BUTTON_INNER = ToggleButton.BUTTON_INNER if self.value else EMPTY
+        self.BUTTON_INNER = Checkbox.BUTTON_INNER if self.value else EMPTY
         return super().render()
