@@ -44,7 +44,6 @@ from coopcode.code_analysis.patterns import parse_or_none, reached, top_function
 from coopcode.code_analysis.usage import bound_names, is_trivial
 
 BUILTINS = frozenset(dir(builtins))
-CUT = "length"  # the finish reason of an output that ran out of tokens (engines and OpenAI's)
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from coopcode.code_analysis.cooperation import analyse_cooperation
-from coopcode.code_analysis.parts import CUT, lift, names_bound, part_fault, without
+from coopcode.code_analysis.parts import lift, names_bound, part_fault, without
 from coopcode.code_analysis.patterns import parse_or_none, top_functions
 from coopcode.code_analysis.program import prompt_context, syntax_check
 from coopcode.collaboration.helper_alone import helper_alone_jobs, helper_solves
@@ -35,6 +35,7 @@ from coopcode.problems import Contract, Problem
 from coopcode.problems.contract import AUX
 from coopcode.records.checks import NOT_CHECKED, AgentChecks
 from coopcode.records.cooperation import NO_HELPER, Cooperation
+from coopcode.records.vocabulary import FinishReason, Role
 from coopcode.rewards import Reward, RewardBreakdown, RewardInput, resolve_reward
 from coopcode.schemes import has_helper
 from sandbox import Job, Sandbox, Verdict
@@ -62,7 +63,7 @@ def cut_roles(finishes: Iterable[tuple[str, str]]) -> frozenset[str]:
     """The roles whose last output, of (role, finish reason) in the order written, was cut
     at the token budget."""
     last = dict(finishes)
-    return frozenset(role for role, reason in last.items() if reason == CUT)
+    return frozenset(role for role, reason in last.items() if reason == FinishReason.LENGTH)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ def well_formed(written: Written) -> tuple[bool | None, bool]:
     """Whether the helper's part and main's are well formed (`coopcode.code_analysis.parts`). A
     single agent's helper part is its aux (None on a problem without a contract)."""
     p, around = written.problem, _names_around(written)
-    main_cut = bool(written.cut & {"main", "single"})
+    main_cut = bool(written.cut & {Role.MAIN, Role.SINGLE})
     if not has_helper(written.scheme):
         contract = single_contract(written)
         main = not part_fault(written.main_code, p.entry_point, around=around, cut=main_cut)
@@ -213,7 +214,7 @@ def well_formed(written: Written) -> tuple[bool | None, bool]:
                               around=around, cut=main_cut), main
     aux = written.contract.entry_point if written.contract is not None else AUX
     helper = not part_fault(written.helper_code, aux, around=around,
-                            cut="helper" in written.cut)
+                            cut=Role.HELPER in written.cut)
     main = not part_fault(written.main_code, p.entry_point, cut=main_cut,
                           around=around | _helper_names(written.helper_code) | {aux})
     return helper, main

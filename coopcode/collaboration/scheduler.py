@@ -28,6 +28,7 @@ from typing import Any
 from coopcode.engines import Completion, Engine, GenerationRequest, SamplingParams
 from coopcode.problems import Problem
 from coopcode.records.attempts import AgentOutput, Attempt, sample_seed
+from coopcode.records.vocabulary import FinishReason
 from coopcode.schemes import (
     Ask,
     Check,
@@ -269,7 +270,7 @@ class _Run:
     def _answered(self, key: tuple[Any, ...], future: Future[list[Completion]]) -> None:
         _sub, waiters = self.inflight.pop(key)
         (completion,) = future.result()  # an engine error ends the run here
-        if completion.finish_reason != "cancelled":
+        if completion.finish_reason != FinishReason.CANCELLED:
             self.answered[key] = completion
             self.stats.tokens += completion.n_tokens
         for live, slot in waiters:

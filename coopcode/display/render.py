@@ -23,6 +23,7 @@ from rich.text import Text
 
 from coopcode.core import events as ev
 from coopcode.evaluation.report import format_ci, format_se
+from coopcode.records.vocabulary import Role
 from coopcode.rewards import format_terms
 from coopcode.schemes import has_helper
 
@@ -72,12 +73,13 @@ class LiveAgents:
 
     def _view(self) -> Columns:
         panels = []
-        for role in sorted(self.text, key=lambda r: {"helper": 0, "main": 1}.get(r, 2)):
+        order: dict[str, int] = {Role.HELPER: 0, Role.MAIN: 1}
+        for role in sorted(self.text, key=lambda r: order.get(r, 2)):
             lines = self.text[role].splitlines()[-self.TAIL:]
             rate = self.tokens[role] / max(time.time() - self.started, 1e-6)
             panels.append(Panel(Syntax("\n".join(lines), "python", theme="monokai", word_wrap=True),
                                 title=f"{role} ({rate:.1f} tok/s)", title_align="left",
-                                border_style="blue" if role == "helper" else "green"))
+                                border_style="blue" if role == Role.HELPER else "green"))
         return Columns(panels, expand=True, equal=True)
 
     def __call__(self, event: ev.Event) -> None:

@@ -11,8 +11,9 @@ from typing import Any
 from coopcode.core.adapters import adapter_folder, check_adapter
 from coopcode.core.errors import ModelError, UserError
 from coopcode.engines import Engine, engine_kind, load_engine
+from coopcode.records.vocabulary import Role
 
-HELPER, MAIN = "helper", "main"
+HELPER, MAIN = Role.HELPER, Role.MAIN  # the adapters, named for their roles
 
 
 @dataclass

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field, replace
 
+from coopcode.records.vocabulary import FinishReason
+
 # (request index, sample index, text delta, tokens): `tokens` is how many newly sampled tokens
 # the delta covers. Text that could begin a stop string is held back, so a delta may cover
 # several tokens, and a finished sample's last delta may carry tokens with no text (EOS, the
@@ -51,7 +53,7 @@ class GenerationRequest:
 class Completion:
     text: str  # generated text, cut before the stop string
     n_tokens: int
-    finish_reason: str  # "stop" (EOS or stop string), "length", "cancelled"
+    finish_reason: str  # a `FinishReason`: stop (EOS or a stop string), length, cancelled
     token_ids: list[int] = field(default_factory=list)  # sampled ids (through the stop)
     seconds: float = 0.0  # wall time of the batch this sample was generated in
 
@@ -232,7 +234,8 @@ class _Batcher:
             live = [s for s in batch if not s.cancelled.is_set()]
             for s in batch:
                 if s.cancelled.is_set():
-                    s.future.set_result([Completion("", 0, "cancelled") for _ in range(s.request.params.n)])
+                    s.future.set_result([Completion("", 0, FinishReason.CANCELLED)
+                                         for _ in range(s.request.params.n)])
             if not live:
                 continue
             cancel = threading.Event()

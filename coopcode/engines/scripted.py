@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from coopcode.engines.base import Completion, DeltaCallback, Engine, GenerationRequest, derive_seed
+from coopcode.records.vocabulary import FinishReason
 
 # script(prompt, adapter, sample index) -> the text to "generate"; a script that takes a
 # fourth argument also gets the sample's seed (derive_seed of the request's seed and index),
@@ -83,17 +84,17 @@ class ScriptedEngine(Engine):
                     full = self.script(req.prompt, req.adapter, index, derive_seed(req.params.seed, index))
                 else:
                     full = self.script(req.prompt, req.adapter, index)
-                reason = "stop"
+                reason = FinishReason.STOP
                 hits = [p for s in req.params.stop if (p := full.find(s)) >= 0]
                 if hits:
                     full = full[: min(hits)]
                 pieces = [full[i:i + self.chunk] for i in range(0, len(full), self.chunk)]
                 if len(pieces) > req.params.max_new_tokens:
-                    pieces, reason = pieces[: req.params.max_new_tokens], "length"
+                    pieces, reason = pieces[: req.params.max_new_tokens], FinishReason.LENGTH
                 text, sent = "", 0
                 for piece in pieces:
                     if cancel is not None and cancel.is_set():
-                        reason = "cancelled"
+                        reason = FinishReason.CANCELLED
                         break
                     if self.delay:
                         time.sleep(self.delay)

@@ -52,6 +52,7 @@ from coopcode.evaluation.bench_config import DEFAULT_KS, BenchConfig
 from coopcode.evaluation.report import write_report
 from coopcode.evaluation.results import ResultsStore
 from coopcode.problems import Problem
+from coopcode.records.vocabulary import Role
 from coopcode.rewards import record_reward, resolve_reward
 from coopcode.schemes import (
     SampleState,
@@ -410,7 +411,7 @@ def _summary_meta(config: BenchConfig, problems: list[Problem], engine: Engine, 
 def _adapter_label(helper_path: str | None, main_path: str | None) -> str:
     if not helper_path and not main_path:
         return ""
-    names = {Path(p).parent.name if Path(p).name in ("helper", "main") else Path(p).name
+    names = {Path(p).parent.name if Path(p).name in (Role.HELPER, Role.MAIN) else Path(p).name
              for p in (helper_path, main_path) if p}
     return "+".join(sorted(names))
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from coopcode.code_analysis.program import combine
 from coopcode.problems import Problem, load_problems
+from coopcode.records.vocabulary import Role
 from sandbox import Job, Sandbox, Verdict
 from sandbox.reference import ReferenceItem, ReferenceVerdict, reference_verdicts
 
@@ -58,9 +59,9 @@ def _programs_of(record: dict[str, Any], problems: dict[str, Problem]) -> Iterat
     if problem is None:
         return
     for action in record.get("actions") or ():
-        main = action.get("main", action.get("single"))
+        main = action.get(Role.MAIN, action.get(Role.SINGLE))
         if isinstance(main, str):
-            helper = action.get("helper") or ""
+            helper = action.get(Role.HELPER) or ""
             yield combine(problem.prompt, problem.entry_point, helper, main).text
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.code_analysis.patterns import PATTERNS
+from coopcode.records.vocabulary import Role
 
 SIZE = (7.5, 4.8)  # inches at DPI: 1050 x 672 px, legible on a laptop and in a paper draft
 DPI = 140
@@ -184,7 +185,7 @@ def plot_training(history: Sequence[Mapping[str, Any]], title: str, path: Path) 
                  else "cooperation patterns")
     ax = axes[1][1]
     curve(ax, "loss", "total")
-    for role in ("helper", "main"):
+    for role in (Role.HELPER, Role.MAIN):
         curve(ax, f"{role}/loss", role)
     ax.set_ylabel("policy-gradient loss")
     ax.set_title("loss")

@@ -32,7 +32,7 @@ class Program:
 class AgentOutput:
     """What one agent wrote in one turn."""
 
-    role: str  # "helper", "main" or "single"
+    role: str  # a `Role` (coopcode.records.vocabulary)
     turn: int
     raw: str  # the model's text
     code: str  # the code extracted from it

@@ -51,6 +51,7 @@ whatever its aux.
 
 from __future__ import annotations
 
+from coopcode.records.vocabulary import Role
 from coopcode.rewards.base import RewardBreakdown, RewardInput, register
 
 TERMS = ("helper_syntax", "helper_tests", "main_syntax", "main_tests")
@@ -92,8 +93,8 @@ def own_terms(inp: RewardInput) -> RewardBreakdown:
 
 def own_agents(inp: RewardInput) -> dict[str, float]:
     t = own_terms(inp)
-    return {"helper": t["helper_syntax"] + t["helper_tests"],
-            "main": t["main_syntax"] + t["main_tests"]}
+    return {Role.HELPER: t["helper_syntax"] + t["helper_tests"],
+            Role.MAIN: t["main_syntax"] + t["main_tests"]}
 
 
 @register("own", TERMS,

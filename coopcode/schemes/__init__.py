@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from coopcode.core.errors import UserError
 from coopcode.problems import Contract, Problem
+from coopcode.records.vocabulary import ContractSource, Role
 from coopcode.schemes.base import (
     ROLE_ADAPTERS,
     Ask,
@@ -56,7 +57,7 @@ def register_scheme(cls: type[Scheme]) -> type[Scheme]:
     """Add a scheme (usable as a decorator): `--scheme NAME` (bench, solve, evaluate, the
     TUI's lists), `get_scheme(NAME)` then run it, and `train --scheme NAME` when it is
     `trainable`. A scheme that says something impossible of itself is refused here."""
-    if cls.trainable and cls.roles != ("helper", "main"):
+    if cls.trainable and cls.roles != (Role.HELPER, Role.MAIN):
         raise ValueError(f"scheme {cls.name!r}: MAGRPO trains roles ('helper', 'main'), in that "
                          f"order; roles {cls.roles} cannot be trainable")
     if cls.main_sees_helper and not cls.has_helper():
@@ -101,7 +102,8 @@ def scheme_contract(problem: Problem, name: str, text: str = "") -> Contract | N
     """The contract a sample of scheme `name` had its helper implement: the problem's, the
     planned one in `text` (what the sample recorded), or None (`Scheme.contract_source`)."""
     cls = SCHEME_TYPES.get(name)
-    return contract_for(problem, cls.contract_source if cls is not None else "", text)
+    return contract_for(problem, cls.contract_source if cls is not None else ContractSource.NONE,
+                        text)
 
 
 BENCH_REMEDY = "use --problems compose:train|val|test, problem files with a contract, or the plan scheme"
@@ -114,7 +116,7 @@ def check_problems_fit(schemes: tuple[str, ...] | list[str], problems: list[Prob
     own flags (`solve` has no --problems)."""
     for name in schemes:
         cls = SCHEME_TYPES.get(name)
-        if cls is None or cls.contract_source != "problem":
+        if cls is None or cls.contract_source != ContractSource.PROBLEM:
             continue
         missing = [p.task_id for p in problems if p.contract is None]
         if missing and len(problems) == 1:

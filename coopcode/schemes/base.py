@@ -23,6 +23,7 @@ from typing import Any, ClassVar, TypeVar
 from coopcode.code_analysis.program import combine
 from coopcode.problems import Contract, Problem
 from coopcode.records.attempts import AgentOutput, Attempt, feedback_text
+from coopcode.records.vocabulary import ContractSource, Role
 from coopcode.schemes import prompts
 from coopcode.schemes.contracts import contract_stub, planned_contract
 from coopcode.schemes.prompting import PromptBook
@@ -33,9 +34,10 @@ DISCUSS_NOTE = "Your teammate's code is shown above; make the two fit together."
 # The adapter each role writes with: the helper's, or main's. The single agent is main
 # writing alone, so GRPO trains (and `single` runs) main's adapter.
 ROLE_ADAPTERS: Mapping[str, str] = MappingProxyType(
-    {"helper": "helper", "main": "main", "single": "main", "planner": "main"})
+    {Role.HELPER: Role.HELPER, Role.MAIN: Role.MAIN, Role.SINGLE: Role.MAIN,
+     Role.PLANNER: Role.MAIN})
 # Roles whose output is not part of the program (the planner writes aux's contract).
-CONTRACT_ROLES = ("planner",)
+CONTRACT_ROLES = (Role.PLANNER,)
 
 T = TypeVar("T")
 
@@ -48,20 +50,21 @@ def adapter_of(role: str) -> str:
 def main_role(roles: Iterable[str]) -> str:
     """Of a sample's roles, the one whose code is `main_code` (the entry point): every role
     but the helper's and the planner's writes there (`SampleState.record`)."""
-    (role,) = [r for r in roles if r != "helper" and r not in CONTRACT_ROLES]
+    (role,) = [r for r in roles if r != Role.HELPER and r not in CONTRACT_ROLES]
     return role
 
 
 def per_role(helper: T, main: T) -> dict[str, T]:
     """Each role's value, given the helper adapter's and main's (`single` gets main's)."""
-    return {role: helper if adapter == "helper" else main for role, adapter in ROLE_ADAPTERS.items()}
+    return {role: helper if adapter == Role.HELPER else main
+            for role, adapter in ROLE_ADAPTERS.items()}
 
 
 @dataclass(frozen=True)
 class Ask:
     """One request of one sample to one agent."""
 
-    role: str  # helper, main or single
+    role: str  # a `Role`
     prompt: prompts.Prompt
     turn: int
     first: bool = False  # the role's first prompt: revisions continue its conversation
@@ -103,24 +106,24 @@ class SampleState:
 
     def ask_plan(self) -> Ask:
         """Main (as `planner`) writes aux's contract."""
-        return Ask("planner", self.book.planner(self.problem), turn=1, first=True)
+        return Ask(Role.PLANNER, self.book.planner(self.problem), turn=1, first=True)
 
     def ask_contract_helper(self) -> Ask:
         assert self.contract is not None
-        return Ask("helper", self.book.contract_helper(self.problem, self.contract), turn=1,
+        return Ask(Role.HELPER, self.book.contract_helper(self.problem, self.contract), turn=1,
                    first=True)
 
     def ask_contract_main(self, helper_code: str | None = None) -> Ask:
         assert self.contract is not None
-        return Ask("main", self.book.contract_main(self.problem, self.contract, helper_code),
+        return Ask(Role.MAIN, self.book.contract_main(self.problem, self.contract, helper_code),
                    turn=1, first=True)
 
     def ask_revision(self, role: str, turn: int, note: str | None = None) -> Ask:
         """`role` revises its own code, seeing its teammate's and the feedback (or `note`)."""
         a = self.attempt
-        own = a.helper_code if role == "helper" else a.main_code
-        peer = None if role == "single" else (a.main_code if role == "helper" else a.helper_code)
-        first = self.first_prompts.get(role) or self.first_prompts["single" if role == "main" else role]
+        own = a.helper_code if role == Role.HELPER else a.main_code
+        peer = None if role == Role.SINGLE else (a.main_code if role == Role.HELPER else a.helper_code)
+        first = self.first_prompts.get(role) or self.first_prompts[Role.SINGLE if role == Role.MAIN else role]
         prompt = self.book.revision(self.problem, role, first, own, peer,
                                     a.feedback if note is None else note)
         return Ask(role, prompt, turn)
@@ -131,7 +134,7 @@ class SampleState:
         self.attempt.outputs.append(output)
         if ask.first:
             self.first_prompts.setdefault(ask.role, ask.prompt)
-        if ask.role == "helper":
+        if ask.role == Role.HELPER:
             self.attempt.helper_code = output.code
         elif ask.role in CONTRACT_ROLES:
             planned = planned_contract(output.code)
@@ -155,24 +158,23 @@ class Scheme:
 
     name: ClassVar[str]
     roles: ClassVar[tuple[str, ...]]  # the agents whose code makes the program
-    revising_roles: ClassVar[tuple[str, ...]] = ("helper", "main")  # who revises in later turns
+    revising_roles: ClassVar[tuple[str, ...]] = (Role.HELPER, Role.MAIN)  # who revises in later turns
     # Main's first prompt shows the helper's code (so main waits for it, and in a training
     # each helper sample gets mains of its own).
     main_sees_helper: ClassVar[bool] = False
     # MAGRPO can train it: its roles are a helper and a main, each asked once in turn 1 (a
     # planner's contract before them is sampled once per problem and step, and not trained).
     trainable: ClassVar[bool] = False
-    # Where the contract the helper implements comes from: "" (none: the helper writes what it
-    # chooses), "problem" (`Problem.contract`; a problem without one is refused) or "planned"
-    # (main writes it first). See coopcode.schemes.contracts.
-    contract_source: ClassVar[str] = ""
+    # Where the contract the helper implements comes from (`ContractSource`: none, the
+    # problem's, or main's plan). See coopcode.schemes.contracts.
+    contract_source: ClassVar[str] = ContractSource.NONE
     # The scheme with main shown the helper's code instead of the contract alone (the
     # `--main-sees code` variant), where there is one.
     sees_code_variant: ClassVar[str] = ""
 
     @classmethod
     def has_helper(cls) -> bool:
-        return "helper" in cls.roles
+        return Role.HELPER in cls.roles
 
     def first_turn(self, s: SampleState) -> Steps:
         raise NotImplementedError

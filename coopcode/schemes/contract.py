@@ -10,6 +10,7 @@ main waits for it. A problem without a contract is refused in one line (before a
 from __future__ import annotations
 
 from coopcode.core.errors import UserError
+from coopcode.records.vocabulary import ContractSource, Role
 from coopcode.schemes.base import SampleState, Scheme, Steps
 
 
@@ -23,9 +24,9 @@ def need_contract(s: SampleState, scheme: str) -> None:
 
 class ContractScheme(Scheme):
     name = "contract"
-    roles = ("helper", "main")
+    roles = (Role.HELPER, Role.MAIN)
     trainable = True
-    contract_source = "problem"
+    contract_source = ContractSource.PROBLEM
     sees_code_variant = "contract+code"
 
     def first_turn(self, s: SampleState) -> Steps:

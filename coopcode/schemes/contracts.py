@@ -17,6 +17,7 @@ import ast
 
 from coopcode.problems import Contract, Problem
 from coopcode.problems.contract import AUX, docstring_block, raw_docstring
+from coopcode.records.vocabulary import ContractSource
 
 
 def planned_contract(code: str) -> Contract | None:
@@ -53,8 +54,8 @@ def contract_stub(contract: Contract) -> str:
 def contract_for(problem: Problem, source: str, text: str = "") -> Contract | None:
     """The contract a sample's helper implemented: the problem's (`source` "problem"), the
     planned one in `text` ("planned"), or none ("")."""
-    if source == "problem":
+    if source == ContractSource.PROBLEM:
         return problem.contract
-    if source == "planned":
+    if source == ContractSource.PLANNED:
         return planned_contract(text)
     return None

@@ -10,14 +10,15 @@ of the group works to the same contract, so their rewards compare) and is not tr
 
 from __future__ import annotations
 
+from coopcode.records.vocabulary import ContractSource, Role
 from coopcode.schemes.base import SampleState, Scheme, Steps
 
 
 class Plan(Scheme):
     name = "plan"
-    roles = ("helper", "main")
+    roles = (Role.HELPER, Role.MAIN)
     trainable = True
-    contract_source = "planned"
+    contract_source = ContractSource.PLANNED
     sees_code_variant = "plan+code"
 
     def first_turn(self, s: SampleState) -> Steps:

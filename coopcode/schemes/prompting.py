@@ -12,6 +12,7 @@ from typing import Protocol
 
 from coopcode.code_analysis.program import extract_code, prompt_context
 from coopcode.problems import Contract, Problem
+from coopcode.records.vocabulary import Role
 from coopcode.schemes import contract_prompts, prompts
 from coopcode.schemes.contracts import contract_stub
 
@@ -34,7 +35,7 @@ class PromptBook:
 
     def chat(self, problem: Problem, role: str, user: str,
              history: list[dict[str, str]] | None = None) -> prompts.Prompt:
-        if role == "helper":
+        if role == Role.HELPER:
             return prompts.chat(self.engine.render_chat, user, history,
                                 prefill=prompts.helper_prefill(problem), stop=prompts.helper_stop(problem))
         return prompts.chat(self.engine.render_chat, user, history,
@@ -45,12 +46,12 @@ class PromptBook:
         """An agent's first prompt: `helper`, `single`, or `main` (shown `helper_code`, or told
         that a helper is coming when `knows_helper`)."""
         if not self.engine.instruct:
-            if role == "helper":
+            if role == Role.HELPER:
                 return prompts.completion_helper(problem)
             return prompts.completion_main(problem, helper_code)
-        if role == "helper":
+        if role == Role.HELPER:
             return self.chat(problem, role, prompts.helper_message(problem))
-        if role == "single":
+        if role == Role.SINGLE:
             return self.chat(problem, role, prompts.single_message(problem))
         return self.chat(problem, role, prompts.main_message(problem, helper_code,
                                                              knows_helper=knows_helper))
@@ -70,7 +71,7 @@ class PromptBook:
         stub = contract_stub(contract)
         if not self.engine.instruct:
             return contract_prompts.completion_contract_main(problem, stub, helper_code)
-        return self.chat(problem, "main", contract_prompts.contract_main_message(problem, stub, helper_code))
+        return self.chat(problem, Role.MAIN, contract_prompts.contract_main_message(problem, stub, helper_code))
 
     def planner(self, problem: Problem) -> prompts.Prompt:
         """Main's first step under `plan`: aux's contract, `def aux(` pre-filled."""
@@ -93,7 +94,7 @@ class PromptBook:
     def extract(self, problem: Problem, role: str, prompt: prompts.Prompt, text: str) -> str:
         """The code of an answer (the pre-filled part included)."""
         code = extract_code(text, prefix=prompt.prefix)
-        if prompt.prefix and role not in ("helper", "planner"):
+        if prompt.prefix and role not in (Role.HELPER, Role.PLANNER):
             # Completion mode continued the whole prompt: keep only what the model added.
             context = prompt_context(problem.prompt, problem.entry_point)
             code = drop_blocks(code, context)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from coopcode.records.vocabulary import Role
 from coopcode.schemes.base import SampleState, Scheme, Steps
 
 
 class Single(Scheme):
     name = "single"
-    roles = ("single",)
-    revising_roles = ("single",)
+    roles = (Role.SINGLE,)
+    revising_roles = (Role.SINGLE,)
 
     def first_turn(self, s: SampleState) -> Steps:
-        yield [s.ask_first("single")]
+        yield [s.ask_first(Role.SINGLE)]

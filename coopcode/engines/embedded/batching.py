@@ -32,6 +32,7 @@ from coopcode.engines.base import Completion, Submission, derive_seed
 from coopcode.engines.embedded import cpu_threads
 from coopcode.engines.embedded.flat_step import SlotCache, StepPlan
 from coopcode.engines.stops import find_stop, safe_length, stop_search_start
+from coopcode.records.vocabulary import FinishReason
 
 # Decode loops still running. A program may end without closing its engine; its decode thread
 # (a daemon) would then still hold torch's CPU thread pools while the interpreter tears them
@@ -80,7 +81,7 @@ class Row:
         self.text = ""
         self.emitted = 0  # characters of text streamed
         self.counted = 0  # tokens streamed
-        self.reason = "length"
+        self.reason: str = FinishReason.LENGTH
         self.done = False
         self.started = 0.0
         self.seconds = 0.0
@@ -104,11 +105,11 @@ class Row:
         cut = self._stop_at(text)
         if cut is not None:
             self.text = text[:cut]
-            self.finish("stop")
+            self.finish(FinishReason.STOP)
         elif hit_eos:
-            self.finish("stop")
+            self.finish(FinishReason.STOP)
         elif len(self.ids) >= self.budget:
-            self.finish("length")
+            self.finish(FinishReason.LENGTH)
         else:
             self._emit(final=False)
         return self.done
@@ -338,7 +339,7 @@ class ContinuousBatcher:
             row = self.waiting[0]
             if row.sub.cancelled.is_set():
                 self.waiting.popleft()
-                row.finish("cancelled")
+                row.finish(FinishReason.CANCELLED)
                 self._row_done(row)
                 continue
             rows = running + len(joining) + 1
@@ -369,13 +370,13 @@ class ContinuousBatcher:
     def _step(self) -> None:
         for row in [r for r in self.decoding if r.sub.cancelled.is_set()]:
             self.decoding.remove(row)
-            self._leave(row, "cancelled")
+            self._leave(row, FinishReason.CANCELLED)
         for pre in list(self.prefilling):
             for row in [r for r in pre.rows if r.sub.cancelled.is_set()]:
                 pre.rows.remove(row)
                 if row.slot == pre.slot:
                     row.slot = -1  # the prefill keeps its slot for the other rows
-                self._leave(row, "cancelled")
+                self._leave(row, FinishReason.CANCELLED)
             if not pre.rows:
                 self.prefilling.remove(pre)
                 self.cache.release(pre.slot)
@@ -466,7 +467,7 @@ class ContinuousBatcher:
 
     def _push(self, row: Row, token: int, still: list[Row]) -> None:
         if row.sub.cancelled.is_set():
-            self._leave(row, "cancelled")
+            self._leave(row, FinishReason.CANCELLED)
         elif row.push(token):
             self._leave(row, None)
         else:

@@ -44,6 +44,7 @@ from coopcode.engines.base import (
 )
 from coopcode.engines.stops import find_stop, safe_length, stop_search_start
 from coopcode.models import ResolvedModel, resolve_model
+from coopcode.records.vocabulary import FinishReason
 
 MAX_SERVER_STOPS = 4  # the OpenAI API's limit, which vLLM enforces (VLLM_MAX_STOP_STRINGS)
 
@@ -303,7 +304,7 @@ class OpenAIEngine(Engine):
         broke = 0
         while True:
             if sub.cancelled.is_set():
-                return Completion("", 0, "cancelled")
+                return Completion("", 0, FinishReason.CANCELLED)
             replica = self._acquire()
             try:
                 return self._stream(replica, sub, i)
@@ -340,13 +341,13 @@ class OpenAIEngine(Engine):
             seed=derive_seed(p.seed, p.index + i), stop=stops[:MAX_SERVER_STOPS] or None, n=1,
             stream=True, stream_options={"include_usage": True},
             extra_body={"return_token_ids": True} if self.token_ids_from_server else None)
-        text, shown, chunks, reported, reason, usage = "", 0, 0, 0, "length", None
+        text, shown, chunks, reported, reason, usage = "", 0, 0, 0, FinishReason.LENGTH, None
         ids: list[int] = []
         cut_here = False
         try:
             for chunk in _guarded(stream):
                 if sub.cancelled.is_set():
-                    reason = "cancelled"
+                    reason = FinishReason.CANCELLED
                     break
                 if getattr(chunk, "usage", None) is not None:
                     usage = chunk.usage.completion_tokens
@@ -356,10 +357,11 @@ class OpenAIEngine(Engine):
                         text += choice.text
                         chunks += 1  # one streamed chunk per token (vLLM); usage corrects it
                     if choice.finish_reason:
-                        reason = "length" if choice.finish_reason == "length" else "stop"
+                        reason = (FinishReason.LENGTH if choice.finish_reason == FinishReason.LENGTH
+                                  else FinishReason.STOP)
                 cut = find_stop(text, stops, stop_search_start(shown, stops))
                 if cut is not None:  # a stop string the server was not given
-                    text, reason, cut_here = text[:cut], "stop", True
+                    text, reason, cut_here = text[:cut], FinishReason.STOP, True
                     break
                 safe = safe_length(text, stops)
                 if safe > shown and sub.on_delta is not None:
@@ -368,11 +370,11 @@ class OpenAIEngine(Engine):
         finally:
             stream.close()  # on cancel or a client-side stop: the server stops generating
         n_tokens = usage if usage is not None else chunks
-        if reason != "cancelled" and sub.on_delta is not None and (
+        if reason != FinishReason.CANCELLED and sub.on_delta is not None and (
                 len(text) > shown or n_tokens > reported):
             # What was held back, and tokens that came with no text (EOS, the stop string).
             sub.on_delta(i, text[shown:], max(0, n_tokens - reported))
-        if not ids or reason == "cancelled" or cut_here:
+        if not ids or reason == FinishReason.CANCELLED or cut_here:
             ids = self.encode(text)  # no ids from the server, or the text was cut here
         return Completion(text=text, n_tokens=n_tokens, finish_reason=reason,
                           token_ids=ids, seconds=time.time() - started)

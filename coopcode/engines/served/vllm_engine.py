@@ -20,6 +20,7 @@ from typing import Any
 from coopcode.core.errors import ModelError
 from coopcode.engines.base import Completion, DeltaCallback, Engine, GenerationRequest, derive_seed
 from coopcode.models import ResolvedModel, resolve_model
+from coopcode.records.vocabulary import FinishReason
 
 
 class VLLMEngine(Engine):
@@ -124,7 +125,8 @@ class VLLMEngine(Engine):
             o = out.outputs[0]
             if on_delta is not None and (o.text or o.token_ids):
                 on_delta(ri, si, o.text, len(o.token_ids))
+            reason = FinishReason.LENGTH if o.finish_reason == FinishReason.LENGTH else FinishReason.STOP
             results[ri].append(Completion(text=o.text, n_tokens=len(o.token_ids),
-                                          finish_reason="length" if o.finish_reason == "length" else "stop",
-                                          token_ids=list(o.token_ids), seconds=seconds))
+                                          finish_reason=reason, token_ids=list(o.token_ids),
+                                          seconds=seconds))
         return results
