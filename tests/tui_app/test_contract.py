@@ -146,9 +146,9 @@ async def test_contract_on_a_problem_without_one_is_refused_in_one_line(make_app
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: shown, what="the refusal")
         await pilot.pause(0.2)
-        assert shown == [("HumanEval/0 has no contract for aux, which the contract scheme needs: "
-                          "pick a compose problem (type compose in the search) or choose the "
-                          "plan scheme", "error")]
+        assert shown == [("the contract scheme needs a contract for aux, and HumanEval/0 has "
+                          "none: pick a compose problem (type compose in the search) or choose "
+                          "the plan scheme", "error")]
         assert not screen.run.generating and screen.run.run_id == 0  # nothing started
         assert screen.query_one("#tabs").active == "tab-problem"
         # The pane between the agents says the same before any run.

@@ -45,7 +45,7 @@ from tui.bench_estimate import InFlight, SampleSeconds, bench_seconds_per_sample
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import BenchRun, list_bench_runs, list_checkpoints
-from tui.scheme_fit import misfit, needs_contract
+from tui.scheme_fit import needs_contract
 from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.nav import NavBar
 from tui.widgets.tabs import show_tab
@@ -529,11 +529,10 @@ class BenchScreen(JobScreen):
         config.validate()
         if any(map(needs_contract, config.schemes)):
             from coopcode import load_problems
+            from coopcode.schemes import check_problems_fit
 
-            refused = misfit(config.schemes, load_problems(config.problems),
-                             "choose a compose split, or the plan scheme")
-            if refused:
-                raise UserError(refused)
+            check_problems_fit(list(config.schemes), load_problems(config.problems),
+                               remedy="choose a compose split, or the plan scheme")
         out = self.query_one("#out-name", Input).value.strip()
         if not out or "/" in out:
             raise ValueError("out: give a folder name for runs/<out>")

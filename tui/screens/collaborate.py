@@ -41,10 +41,10 @@ from coopcode import (
     VerdictReady,
     get_scheme,
 )
+from coopcode.schemes import check_problems_fit
 from tui.collaboration_run import CollaborationRun, RunOrder
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.prompt_problem import problem_from_prompt
-from tui.scheme_fit import misfit
 from tui.session_sandbox import SessionSandbox
 from tui.widgets.agent_pane import PaneState, style_code
 from tui.widgets.agent_panes import AgentPanes
@@ -304,10 +304,11 @@ class CollaborateScreen(Screen[None]):
         if problem is None:
             return
         scheme = self.settings.chosen_scheme()
-        refused = misfit([scheme], [problem], "pick a compose problem (type compose in the "
-                         "search) or choose the plan scheme")
-        if refused:  # before anything runs: one line, as `coopcode solve` says it
-            self.notify(refused, severity="error", title=f"the {scheme} scheme", timeout=10)
+        try:  # before anything runs: one line, as `coopcode solve` says it
+            check_problems_fit([scheme], [problem], remedy="pick a compose problem (type "
+                               "compose in the search) or choose the plan scheme")
+        except UserError as e:
+            self.notify(str(e), severity="error", title=f"the {scheme} scheme", timeout=10)
             return
         turns = self.settings.turns
         if ready:

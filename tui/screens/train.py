@@ -33,7 +33,7 @@ from coopcode import (
 from tui.config_form import form_fields, form_values
 from tui.jobs import coopcode_argv
 from tui.runs import reward_text
-from tui.scheme_fit import misfit, needs_contract
+from tui.scheme_fit import needs_contract
 from tui.screens.job_screen import JobScreen, eta_text
 from tui.widgets.fitted_table import FittedTable
 from tui.widgets.nav import NavBar
@@ -223,12 +223,11 @@ class TrainScreen(JobScreen):
         config.validate()
         if needs_contract(config.collab_scheme):
             from coopcode import load_problems
+            from coopcode.schemes import check_problems_fit
 
-            refused = misfit([config.collab_scheme], load_problems(config.problems),
-                             "set data to compose:train (or a file with contracts), or choose "
-                             "the plan scheme")
-            if refused:
-                raise UserError(refused)
+            check_problems_fit([config.collab_scheme], load_problems(config.problems),
+                               remedy="set data to compose:train (or a file with contracts), "
+                               "or choose the plan scheme")
         run = self.query_one("#run-name", Input).value.strip()
         if not run or "/" in run:
             raise ValueError("run: give a folder name for checkpoints/<run>")
