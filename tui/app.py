@@ -275,10 +275,10 @@ class CoopApp(App[None]):
 
     def action_next_field(self) -> None:
         """Tab, as a priority binding: Textual hands each key to the widget focused when the
-        key reaches the app, and Tab (a screen binding) moved the focus only once it came
-        back up. On an interface lagging behind a model load, the keys typed after Tab were
-        then handed to the field being left ("scrambled form fields", issue 42). Here the
-        focus moves as Tab arrives. An editor that indents with Tab keeps it."""
+        key reaches the app, and a screen binding would move the focus only once Tab came
+        back up. On an interface lagging behind a model load, the keys typed after Tab would
+        then go to the field being left. Here the focus moves as Tab arrives. An editor that
+        indents with Tab keeps it."""
         focused = self.focused
         if isinstance(focused, TextArea) and focused.tab_behavior == "indent" \
                 and not focused.read_only:

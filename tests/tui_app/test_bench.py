@@ -33,8 +33,8 @@ async def test_short_bench_fills_the_table_then_compares_runs(make_app, tiny_mod
         await wait_until(pilot, lambda: screen.job is not None)
         bar = screen.query_one("#bench-progress")
         table = screen.query_one("#live-table")
-        # Issue 42, item 2: "0/1 samples" for minutes with no token count. What it says:
-        # loading first, then each sample's tokens as they are written.
+        # A bench never sits on "0/1 samples" with nothing moving: it says loading first,
+        # then each sample's tokens as they are written.
         rate, detail = screen.query_one("#bench-rate"), screen.query_one("#bench-detail")
         seen: list[str] = []
         while screen.busy:

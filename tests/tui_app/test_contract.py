@@ -1,4 +1,4 @@
-"""The schemes with a contract for aux in the TUI (issue 40): a `contract` pair on a compose
+"""The schemes with a contract for aux in the TUI: a `contract` pair on a compose
 problem with the contract between the helper's and main's panes, `plan`'s contract streaming
 in as main writes it, the refusal of `contract` on a problem without one, and the Bench and
 Train forms offering the schemes, the compose sets and the `own` reward.

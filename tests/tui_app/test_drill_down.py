@@ -1,4 +1,4 @@
-"""From a bench result to one sample (issue 42): what the helper and main wrote, the program
+"""From a bench result to one sample: what the helper and main wrote, the program
 with each line marked by who wrote it, and the verdict; the same marks in Collaborate."""
 
 from __future__ import annotations

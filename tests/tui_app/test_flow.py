@@ -9,8 +9,8 @@ from tui.widgets.results import TestsTable
 
 
 async def test_search_pick_from_the_list_then_ctrl_r_shows_the_run_and_its_verdict(make_app):
-    # Issue 42, item 1: the Agents tab flashed, then the Problem tab came back (the list
-    # picked from kept the focus) and the run went on out of sight.
+    # The run stays in view: the list picked from keeps the focus, and a focused widget
+    # pulls its tab back to the front, so the Agents tab must take the focus with it.
     engine = SteppedEngine(lambda prompt, _a, _i: scripted_answer(prompt), chunk=4)
     app = make_app(engine)
     async with app.run_test(size=(80, 24)) as pilot:

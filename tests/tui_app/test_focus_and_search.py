@@ -1,4 +1,4 @@
-"""Typing reaches something you can see (issue 55): the focus starts in the search box and is
+"""Typing reaches something you can see: the focus starts in the search box and is
 drawn plainly, `/` goes there from anywhere (and the palette has it), the list stops at its
 ends, a problem given on the command line is shown in the list, the F-keys work from every
 widget, the program editor included."""
@@ -25,7 +25,7 @@ async def test_typing_at_once_searches_and_the_focus_is_drawn(make_app):
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
         await wait_until(pilot, lambda: screen.humaneval, what="the problems listed")
-        # Before: the focus sat on the scheme drop-down, unmarked; typing changed nothing.
+        # Typing searches at once: the first thing a user does is look for a problem.
         assert isinstance(app.focused, Input) and app.focused.id == "search"
         await pilot.press(*"compose:test")
         assert screen.query_one("#search").value == "compose:test"
@@ -78,7 +78,7 @@ async def test_the_list_stops_at_its_ends_and_shows_the_problem_given(make_app):
         screen = app.screen
         listing = screen.query_one("#problems")
         await wait_until(pilot, lambda: screen.problem is not None)
-        # Before: the list stayed on HumanEval/0 with a compose problem picked.
+        # The list shows the problem given, a compose one too (far below HumanEval/0).
         await wait_until(pilot, lambda: listing.highlighted_option is not None
                          and listing.highlighted_option.id == TASK)
         assert listing.scroll_y > 0  # scrolled down to it, under compose:test
@@ -89,7 +89,7 @@ async def test_the_list_stops_at_its_ends_and_shows_the_problem_given(make_app):
         await pilot.pause()
         count = listing.problem_count
         first = listing.highlighted
-        for _ in range(count + 5):  # before: Down went round to the top again
+        for _ in range(count + 5):  # Down stops at the end: no jump back to the top
             await pilot.press("down")
         last = listing.highlighted
         assert last > first and not listing.get_option_at_index(last).disabled

@@ -1,5 +1,5 @@
-"""The forms as a user on a busy CPU meets them (issue 42, item 7): unticked boxes look
-unticked, and keys typed faster than the interface keeps up land where they were aimed."""
+"""The forms as a user on a busy CPU meets them: unticked boxes look unticked, and keys
+typed faster than the interface keeps up land where they were aimed."""
 
 from __future__ import annotations
 

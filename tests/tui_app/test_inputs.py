@@ -1,4 +1,4 @@
-"""Bad input said early and whole (issue 42, item 6): adapters checked before the base
+"""Bad input said early and whole: adapters checked before the base
 loads, every bad path named and kept in view on F2; a prompt in prose gets a hint."""
 
 from __future__ import annotations

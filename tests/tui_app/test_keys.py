@@ -1,4 +1,4 @@
-"""Every key discoverable and reachable (issue 42, item 4): `?`, type to search, Tab out of
+"""Every key discoverable and reachable: `?`, type to search, Tab out of
 the prompt, the inner tabs' keys, a test key tmux does not eat, Esc's stop dialog."""
 
 from __future__ import annotations
@@ -118,8 +118,8 @@ async def test_ctrl_g_tests_the_edited_program(make_app):
 
 
 async def test_escape_typed_twice_on_a_lagging_ui_leaves_the_stop_dialog_open(make_app):
-    # The user's second Esc, typed because the first seemed to do nothing, used to reach
-    # the dialog the first one opened and close it unseen.
+    # A second Esc, typed because the first seemed to do nothing, must not reach the
+    # dialog the first one opened and close it unseen.
     app = make_app(mode="train", autoload=False)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen

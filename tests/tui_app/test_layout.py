@@ -1,4 +1,4 @@
-"""80x24 keeps every figure (issue 42, item 3), and every reward is named (item 5).
+"""80x24 keeps every figure, and every reward is named.
 
 Labels may be cut or wrapped to fit; the adapters' names, the sandbox state, pass@k,
 steps, rewards and the verdict may not."""

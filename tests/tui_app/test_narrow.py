@@ -1,4 +1,4 @@
-"""At 80x24 nothing is cut so that it cannot be read (issue 55, item 4): the toolbar keeps its
+"""At 80x24 nothing is cut so that it cannot be read: the toolbar keeps its
 labels and the problem's whole name, the status keeps the sandbox's state, the program
 editor shows main's code, the tests keep their message (what the program returned), the
 problem list and the checkpoints table wrap long names instead of cutting them, and an
@@ -46,7 +46,7 @@ async def test_the_toolbar_keeps_its_labels_and_the_whole_name(make_app, pair):
         await wait_until(pilot, lambda: screen.query_one("#scheme").value == "contract")
         await pilot.pause(0.2)
         label = screen.query_one("#problem-label")
-        # Before: `compose/all_p` (and `sequential ▼ 1 ▼ own ▼`, no word of what each is).
+        # The whole name, not `compose/all_p`; each setting with its label, not bare values.
         assert str(label.render()).strip() == LONGEST
         assert label.region.width >= len(LONGEST)
         words = [w for w in screen.query("#settings Label")]
@@ -65,7 +65,7 @@ def test_a_long_status_gives_way_in_the_model_name_first():
     line = ("qwen2.5-coder-0.5b-instruct + compose-magrpo-0.5b-seed1 (helper+main) · "
             "sandbox: docker ")
     fitted = fit_status(line, 78)
-    assert len(fitted) <= 78 and fitted.endswith("sandbox: docker")  # before: `sandbox: doc…`
+    assert len(fitted) <= 78 and fitted.endswith("sandbox: docker")  # not `sandbox: doc…`
     assert "compose-magrpo-0.5b-seed1 (helper+main)" in fitted
 
 
@@ -78,7 +78,7 @@ async def test_the_program_shows_mains_code_and_the_tests_what_was_returned(make
         table = screen.query_one("#tests")
         await wait_until(pilot, lambda: table.row_count > 0, timeout=30)
         await pilot.pause(0.3)
-        # Main's code is in the editor's view (before: 4 lines, the prompt's and the helper's).
+        # Main's code is in the editor's view, not only the prompt's and the helper's lines.
         editor = screen.query_one("#program")
         attempt = screen.run.attempt
         first_main = editor.text.splitlines().index(attempt.main_code.splitlines()[0])
@@ -89,7 +89,7 @@ async def test_the_program_shows_mains_code_and_the_tests_what_was_returned(make
         assert table.virtual_size.width <= table.scrollable_content_region.width + 1
         messages = [str(table.get_row_at(i)[3]) for i in range(table.row_count)]
         assert any("returned False" in " ".join(m.split()) for m in messages), messages
-        # The pane ends on main's code as run (before: a stray `}` the program never had).
+        # The pane ends on main's code as run, not a stray `}` the program never had.
         main_view = screen.query_one("#main-code")
         assert "}" not in main_view.text
         assert main_view.text.strip() == attempt.main_code.strip()
@@ -109,11 +109,11 @@ async def test_long_names_wrap_in_the_list_and_the_checkpoints(make_app, pair):
                 continue
             lines = str(option.prompt).split("\n")
             assert all(len(line) <= width for line in lines), lines
-            # Whole: the lines joined again are the name (before: `has_close_elemen…`).
+            # Whole: the lines joined again are the name, not `has_close_elemen…`.
             joined = "".join(line.strip() for line in lines)
             assert joined.endswith(listing.problem(option.id).entry_point), (joined, option.id)
-        # Train's checkpoints: two runs that differ at the middle still read apart
-        # (before: both `magrpo-c….5b-seed1`).
+        # Train's checkpoints: two runs that differ at the middle still read apart (cut
+        # from the middle, both would read `magrpo-c….5b-seed1`).
         await pilot.press("f4")
         train = app.screen
         table = train.query_one("#checkpoints")
@@ -131,7 +131,7 @@ def test_the_drill_downs_list_wraps_a_long_task_id():
     record = {"task_id": LONGEST, "sample": 3, "scheme": "contract", "passed": True,
               "verdict": {"status": "passed", "n_passed": 6, "n_tests": 6}}
     lines = sample_label(record, 30).plain.split("\n")
-    # Before: one line folded by the list at 30 columns, the id cut mid-word.
+    # Lines of the width given: the list would fold a longer one, cutting the id mid-word.
     assert all(len(line) <= 30 for line in lines), lines
     assert "".join("".join(lines).split()) == f"✓{LONGEST}#3contract6/6"  # whole
     assert lines[-1].strip() == "#3 contract 6/6"

@@ -101,7 +101,7 @@ async def test_a_failed_load_drops_the_queued_run_and_says_why(make_app):
         await wait_until(pilot, lambda: app.agents_state == "error", timeout=60)
         assert screen.run.run_id == 0 and "run queued" not in app.status_line
         assert any("no model at ./nowhere" in n and "queued run was dropped" in n for n in notes)
-        # Ctrl+R now says what is wrong and what to do instead of waiting for nothing.
+        # Ctrl+R says what is wrong and what to do instead of waiting for nothing.
         await pilot.press("ctrl+r")
         assert screen.run.run_id == 0 and app.agents_state == "error"
         assert "no model at ./nowhere" in notes[-1] and "F2" in notes[-1]

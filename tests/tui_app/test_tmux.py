@@ -76,7 +76,7 @@ def test_tui_in_tmux_streams_code_and_shows_test_results(tmux: Tmux, tmp_path: P
     streaming = tmux.wait_for("helper ·", timeout=30)
     assert "def aux(" in tmux.wait_for("def aux(", timeout=30) or "def aux(" in streaming
     # ...then the combined program and the sandbox's verdict on the hidden tests.
-    # The program scrolled to main's code (issue 55: at 80x24 it showed the imports and aux).
+    # The program scrolled to main's code: at 80x24 the imports and aux fill the view.
     screen = tmux.wait_for("PASSED", "7/7 tests", "if aux(a, b) < threshold:",
                            "assert candidate([1.0, 2.0", "aux inside a loop", timeout=60)
     assert "7/7 tests" in screen
@@ -97,14 +97,14 @@ def test_tui_in_tmux_streams_code_and_shows_test_results(tmux: Tmux, tmp_path: P
 
 
 def test_the_main_flow_by_keys_alone_shows_the_run_and_its_verdict(tmux: Tmux, tmp_path: Path):
-    # Issue 42, item 1, as the user met it: Shift+Tab to the search, type, Enter, Enter,
-    # Ctrl+R. The run flashed and vanished behind the Problem tab; no verdict ever showed.
+    # The main flow by keys alone: type to search, Enter, Enter, Ctrl+R; the run stays in
+    # view through to its verdict (not hidden behind the Problem tab the list was on).
     command = (f"cd {tmp_path} && COOPCODE_CACHE={tmp_path / 'cache'} {COOPCODE} tui --scripted "
                f"--sandbox process; sleep 30")
     tmux.run("new-session", "-d", "-s", tmux.name, "-x", "80", "-y", "24", command)
     tmux.wait_for("scripted-demo", timeout=30)  # the agents are loaded
     tmux.wait_for("HumanEval 164", "has_close_", timeout=30)  # the problem list is filled
-    # The focus starts in the search box (issue 55: it sat on the scheme, three Tabs away).
+    # The focus starts in the search box: typing searches at once.
     tmux.keys("s", "t", "r", "l", "e", "n")
     tmux.wait_for("23 strlen", timeout=15)
     tmux.keys("Enter")
@@ -134,7 +134,7 @@ def test_the_main_flow_by_keys_alone_shows_the_run_and_its_verdict(tmux: Tmux, t
 
 def test_a_trained_pair_by_name_from_another_folder_reaches_its_verdict_with_no_dead_key(
         tmux: Tmux, tmp_path: Path):
-    """Issue 55's acceptance at 80x24: from a folder outside the repository, the contract pair
+    """At 80x24, from a folder outside the repository, the contract pair
     named once; its scheme and reward are the defaults; the search, the run, every screen's
     F-key (from the program editor too), `/` back to the search and the palette all answer."""
     repo = Path(__file__).resolve().parents[2]

@@ -100,8 +100,8 @@ def header(screen) -> str:
 
 
 async def test_the_header_is_true_from_the_first_second_and_after_a_stop(make_app):
-    # Issue 42, item 2: "idle · Ctrl+R starts a run" for 27 s after starting, the old run's
-    # "step 0/1" on a new run, "sampling..." after a stop before step 1.
+    # The header says what the run is doing at every moment: not "idle" while a new run
+    # loads, not the earlier run's step on a new one, not "sampling..." after a stop.
     app = make_app(mode="train", autoload=False)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen

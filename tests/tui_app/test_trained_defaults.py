@@ -1,4 +1,4 @@
-"""Trained adapters from anywhere in the TUI, and the defaults that follow them (issue 55).
+"""Trained adapters from anywhere in the TUI, and the defaults that follow them.
 
 The app runs in an empty folder: the committed runs are found through COOPCODE_CHECKPOINTS,
 as a user's would be. The agents are the scripted demo pair; the program runs in the real
@@ -41,7 +41,7 @@ async def test_the_pair_runs_under_its_scheme_and_reward_and_bench_and_train_fol
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
         await wait_until(pilot, lambda: app.agents_state == "ready" and screen.problem)
-        # Before: sequential and the reward's default (seed) with the contract pair.
+        # The contract pair's own scheme and reward, not sequential and the default (seed).
         await wait_until(pilot, lambda: screen.query_one("#scheme").value == "contract")
         assert screen.query_one("#reward").value == "own"
         assert screen.query_one("#sees").value == "contract" and screen.query_one("#sees").display
@@ -94,11 +94,11 @@ async def test_the_agents_screen_finds_runs_anywhere_and_says_where_it_looked(ma
         screen = app.screen
         run = screen.query_one("#run")
         await wait_until(pilot, lambda: len(run.options) > 5, what="the runs listed")
-        # Before: only `none` outside the repository, and no word of where it looked.
+        # Runs found outside the repository, and where it looked said.
         hint = str(screen.query_one("#runs-hint").render())
         assert "checkpoints (here)" in " ".join(hint.split()) and str(found) in hint.replace("\n", "")
         assert any(PAIR in str(label) and "pair" in str(label) for label, _ in run.options)
-        # Ctrl+L says what it found where (before: nothing happened on screen).
+        # Ctrl+L says what it found where.
         await pilot.press("ctrl+l")
         await wait_until(pilot, lambda: any("runs in" in str(n.message) for n in app._notifications))
         # A run sets both agents; a single agent's sets main alone.

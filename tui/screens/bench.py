@@ -342,8 +342,8 @@ class BenchScreen(JobScreen):
 
     def _follow_agents(self) -> None:
         """The form starts from what Collaborate has loaded: the run's scheme ticked, its
-        held-out split and its reward (issue 55: after F2 loaded the contract pair, Ctrl+R
-        here benched something else). Taken again only when other adapters are chosen."""
+        held-out split and its reward, so Ctrl+R benches the adapters loaded on F2 as they
+        were trained. Taken again only when other adapters are chosen."""
         from coopcode import run_defaults, trained_with
 
         try:

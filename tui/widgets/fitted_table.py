@@ -13,7 +13,7 @@ class FittedTable(DataTable[Any]):
     Column `flexible` (a name) takes what the others leave; where it would not fit, the
     `optional` columns (labels a user can do without, like the algorithm) are dropped
     first, then the name wraps over two lines (`magrpo-credit-` / `  0.5b-seed1`): cut from
-    the middle, two runs read alike at 80 columns (`magrpo-c….5b-seed1`, issue 55). The step
+    the middle, two runs would read alike at 80 columns (`magrpo-c….5b-seed1`). The step
     and the reward beside it are never cut. Refit on resize."""
 
     def __init__(self, *, flexible: int = 0, optional: tuple[int, ...] = (), **kw: Any) -> None:

@@ -59,7 +59,7 @@ class NavBar(Horizontal):
 def fit_status(text: str, width: int) -> str:
     """The status in `width` columns: the sandbox's state whole, the agents' names
     shortened from the middle (`qwen2.5-co…-instruct + compose-magrpo-0.5b (helper+main)`)
-    where the whole line does not fit (issue 55: `sandbox: doc…`)."""
+    where the whole line does not fit (a cut state, `sandbox: doc…`, would say nothing)."""
     if len(text.rstrip()) <= width:
         return text
     who, sep, sandbox = text.rstrip().rpartition(" · ")
