@@ -729,8 +729,11 @@ def test_seed_1s_bench_twenty_samples_read_by_hand_and_the_goals_verdict_are_cou
     """BENCHMARKS, "Seed 1's bench" and "The goal's verdict": what the pair's 880
     compose:test samples are (the warm start, by the rule), the 20 read by hand (in the
     committed file's order, random.Random(13)), and seed 0's pair against that warm start."""
-    from coopcode.paper.divided import row_figures
+    from _experiments import load
+
     from coopcode.paper.table import _paired
+
+    row_figures = load("docs/divided/divided_table.py").row_figures
 
     final = REPO / "docs" / "divided" / "final"
     records = [json.loads(line) for line in gzip.open(final / "magrpo-seed1" / "samples.jsonl.gz", "rt")]

@@ -13,8 +13,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _experiments import load
 
-from coopcode.paper.divided import row_figures
+row_figures = load("docs/divided/divided_table.py").row_figures
 
 REPO = Path(__file__).resolve().parent.parent
 FAIR = REPO / "docs" / "divided-fair"

@@ -269,7 +269,8 @@ def _paired(a: Mapping[str, Any], b: Mapping[str, Any], ks: Sequence[int]) -> li
     return out
 
 
-def _pct(x: float | None, signed: bool = False) -> str:
+def pct(x: float | None, signed: bool = False) -> str:
+    """A rate in percent, two decimals ("—" for none; `signed`: with its sign, as a difference)."""
     if x is None:
         return "—"
     return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
@@ -277,7 +278,7 @@ def _pct(x: float | None, signed: bool = False) -> str:
 
 def _paired_line(method: str, d: Mapping[str, Any], against: str | None = None) -> str:
     cells = [method, *([against] if against is not None else []), str(d["k"]),
-             _pct(d["diff_mean"], True), f"[{_pct(d['diff_low'], True)}, {_pct(d['diff_high'], True)}]",
+             pct(d["diff_mean"], True), f"[{pct(d['diff_low'], True)}, {pct(d['diff_high'], True)}]",
              f"{d['gained']} / {d['lost']} / {d['tied']}", f"{d['p_sign']:.3g}"]
     return "| " + " | ".join(cells) + " |"
 
@@ -286,11 +287,12 @@ def _number(x: Any, form: str) -> str:
     return form.format(x) if isinstance(x, int | float) else "—"
 
 
-def _cell(entry: Mapping[str, Any], k: int) -> str:
+def pass_cell(entry: Mapping[str, Any], k: int) -> str:
+    """A row's pass@k cell: the percentage and its interval, "35.25 [23.46, 47.04]"."""
     value, ci = entry.get(f"pass@{k}"), entry.get(f"pass@{k}_ci")
     if value is None:
         return "—"
-    return f"{_pct(value)} [{_pct(ci[0])}, {_pct(ci[1])}]" if ci else _pct(value)
+    return f"{pct(value)} [{pct(ci[0])}, {pct(ci[1])}]" if ci else pct(value)
 
 
 def render_markdown(table: Mapping[str, Any]) -> str:
@@ -308,7 +310,7 @@ def render_markdown(table: Mapping[str, Any]) -> str:
             continue
         wall = e.get("wall_seconds")
         lines.append("| " + " | ".join([
-            e["method"], *[_cell(e, k) for k in ks], paper,
+            e["method"], *[pass_cell(e, k) for k in ks], paper,
             f"{e['problems']} × {e.get('n') or '?'}",
             f"{wall / 60:.0f} min" if isinstance(wall, int | float) else "—"]) + " |")
     lines += ["", f"Percentages; {100 * table['interval']['level']:.0f}% intervals: "

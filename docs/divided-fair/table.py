@@ -33,9 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.evaluation import stats
-from coopcode.paper.divided import row_figures
+from coopcode.paper.table import pct
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "divided"))  # the first round's builder, beside its data
+from divided_table import row_figures  # noqa: E402
+
 KS = (1, 10)
 SEEDS = (0, 1, 2)
 BASELINES = ("single", "sequential", "contract", "plan")
@@ -218,10 +221,6 @@ def goal(table: Mapping[str, Any]) -> dict[str, Any]:
     return parts
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.2f}"
-
-
 def _ci(ci: Sequence[float | None] | None, signed: bool = False) -> str:
     if not ci or ci[0] is None or ci[1] is None:
         return "—"
@@ -251,9 +250,9 @@ def render_markdown(table: Mapping[str, Any]) -> str:
         if r.get("not_run"):
             lines.append(f"| {r['row']} | {r['what']} | not run | | | | |")
             continue
-        lines.append(f"| {r['row']} | {r['what']} | {_pct(r['pass@1'])} | "
+        lines.append(f"| {r['row']} | {r['what']} | {pct(r['pass@1'])} | "
                      f"{_ci(r['pass@1_ci'])} | {_ci(r['pass@1_ci_clustered'])} | "
-                     f"{_pct(r['pass@10'])} | {_ci(r['pass@10_ci'])} |")
+                     f"{pct(r['pass@10'])} | {_ci(r['pass@10_ci'])} |")
     head = ["| row | against | k | Δ (points) | per problem | clustered | gained / lost / tied |",
             "|---|---|---|---|---|---|---|"]
     if table["seeds"]:
@@ -264,9 +263,9 @@ def render_markdown(table: Mapping[str, Any]) -> str:
                   "| algorithm | seeds | pass@1 | per problem | clustered | pass@10 |",
                   "|---|---|---|---|---|---|"]
         for algo, m in table["means"].items():
-            lines.append(f"| {algo} | {', '.join(map(str, m['seeds']))} | {_pct(m['pass@1'])} | "
+            lines.append(f"| {algo} | {', '.join(map(str, m['seeds']))} | {pct(m['pass@1'])} | "
                          f"{_ci(m['pass@1_ci'])} | {_ci(m['pass@1_ci_clustered'])} | "
-                         f"{_pct(m['pass@10'])} |")
+                         f"{pct(m['pass@10'])} |")
         if table["mean_pairs"]:
             lines += ["", *head, *(_pairing_line(d) for d in table["mean_pairs"])]
     if table["runs"]:
@@ -277,8 +276,8 @@ def render_markdown(table: Mapping[str, Any]) -> str:
             if r is None:
                 lines.append(f"| {row} | (no kept step in its record) | | | | | |")
                 continue
-            lines.append(f"| {row} | {r['kept_step']} | {_pct(r['val_kept'])} | "
-                         f"{r['last_step']} | {_pct(r['val_last'])} | {r['last_within_2se']} | "
+            lines.append(f"| {row} | {r['kept_step']} | {pct(r['val_kept'])} | "
+                         f"{r['last_step']} | {pct(r['val_last'])} | {r['last_within_2se']} | "
                          f"{r['stopped_early']} |")
     lines += ["", "## The goal, part by part (— : not measured yet)", ""]
     for row, part in table["goal"].items():

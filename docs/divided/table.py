@@ -4,8 +4,9 @@
     .venv/bin/python docs/divided/table.py --check   # exit 1 when the committed files differ
 
 Each row is a folder here (baselines/<scheme>/, final/<row>/) holding one bench of
-compose:test: samples.jsonl.gz and meta.json (`coopcode.paper.divided`). Nothing is run:
-every figure is read from the samples (what was run in the sandbox at bench time).
+compose:test: samples.jsonl.gz and meta.json, read by `divided_table.py` beside this file.
+Nothing is run: every figure is read from the samples (what was run in the sandbox at bench
+time).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from coopcode.paper.divided import build_table, render_markdown
+from divided_table import build_table, render_markdown  # beside this file
 
 HERE = Path(__file__).resolve().parent
 

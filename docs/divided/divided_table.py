@@ -28,6 +28,10 @@ HumanEval's test split, paired with the untrained single model there (HUMANEVAL_
 
 Rows whose folder is not there yet are listed as not run, so the table grows as the
 experiment does (`docs/divided/table.py` writes `table.md` and `table.json`).
+
+Kept beside the experiment's data, outside the installed package (it calls coopcode's
+public API only): docs/divided/table.py imports it from this folder, and
+docs/divided-fair/table.py its `row_figures`.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from typing import Any
 
 from coopcode.code_analysis.copies import main_copies_helper
 from coopcode.evaluation import stats
-from coopcode.paper.table import _cell, _pct  # the same cells as Table 1
+from coopcode.paper.table import pass_cell, pct  # the same cells as Table 1
 from coopcode.schemes import has_helper
 
 REPO = Path(__file__).resolve().parents[2]  # where the benches ran: adapter paths start here
@@ -336,7 +340,7 @@ def _wall(entry: Mapping[str, Any]) -> str:
 
 
 def _interval(ci: Sequence[float | None] | None, signed: bool = True) -> str:
-    return "—" if not ci else f"[{_pct(ci[0], signed)}, {_pct(ci[1], signed)}]"
+    return "—" if not ci else f"[{pct(ci[0], signed)}, {pct(ci[1], signed)}]"
 
 
 def _pass_rows(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[str]:
@@ -352,7 +356,7 @@ def _pass_rows(rows: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> list[str
         if not e["run"]:
             cells = [e["method"], *["not run yet"] * len(ks), "—", "—"]
         else:
-            cells = [_method_label(e), *[_cell(e, k) for k in ks],
+            cells = [_method_label(e), *[pass_cell(e, k) for k in ks],
                      f"{e['problems']} × {e.get('n') or '?'}", _wall(e)]
         if clustered:
             cells.insert(2, _interval(e.get(first), signed=False))
@@ -372,7 +376,7 @@ def _paired_rows(comparisons: Sequence[Mapping[str, Any]]) -> list[str]:
         for d in c["per_k"]:
             cl = d.get("clustered")
             lines.append("| " + " | ".join([
-                c["method"], c["against_method"], str(d["k"]), _pct(d["diff_mean"], True),
+                c["method"], c["against_method"], str(d["k"]), pct(d["diff_mean"], True),
                 _interval([d["diff_low"], d["diff_high"]]),
                 *([_interval([cl["low"], cl["high"]] if cl else None)] if clustered else []),
                 f"{d['gained']} / {d['lost']} / {d['tied']}", f"{d['p_sign']:.3g}"]) + " |")
@@ -426,7 +430,7 @@ def render_markdown(table: Mapping[str, Any]) -> str:
                   + " | Both needed | Goal |", "|" + "---|" * (len(GOAL_AGAINST) + 3)]
         for g in goal:
             cells = [("—" if p["diff"] is None else
-                      f"{_pct(p['diff'], True)} {_interval(p['ci'])}"
+                      f"{pct(p['diff'], True)} {_interval(p['ci'])}"
                       + (f", clustered {_interval(p['ci_clustered'])}"
                          if p.get("ci_clustered") else "")
                       + f" {'met' if p['met'] else 'not met'}")
