@@ -12,16 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _experiments import load
 from cli_helpers import assert_refused, coopcode
 
 from coopcode.core.errors import ProblemError
 from coopcode.problem_sets.catalog import count_tests
-from coopcode.problem_sets.compose_build import DATA, DOC, MAX_USES, build, jsonl
-from coopcode.problem_sets.compose_doc import render_doc, shown_records
 from coopcode.problems import Problem, load_compose, load_humaneval, load_problems
+from coopcode.problems.compose import DATA
 from coopcode.problems.composition import rename_in_code, rename_in_words, without_doctests
 from coopcode.problems.value_types import Type, accepts, annotation_type, join, show
 from sandbox import Job, Sandbox, open_sandbox
+
+compose_build = load("scripts/compose_build.py")  # scripts, outside the package
+compose_doc = load("scripts/compose_doc.py")
+DOC, MAX_USES, build, jsonl = (compose_build.DOC, compose_build.MAX_USES, compose_build.build,
+                               compose_build.jsonl)
+render_doc, shown_records = compose_doc.render_doc, compose_doc.shown_records
 
 SPLITS = {"train": "fit", "val": "val", "test": "test"}
 

@@ -1,5 +1,6 @@
-"""docs/compose.md, written from the compose set's records (by the build, and checked by the
-tests against the committed data): what the set is, its counts, and ten problems in full."""
+"""docs/compose.md, written from the compose set's records (by the build, compose_build.py
+beside this file, and checked by the tests against the committed data): what the set is, its
+counts, and ten problems in full."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def render_doc(records: Sequence[dict[str, Any]], max_uses: int) -> str:
 
 HEAD = """# The `compose` problem set: a problem where the work divides
 
-<!-- Written by `python -m coopcode.problem_sets.compose_build` from
+<!-- Written by `python scripts/compose_build.py` from
 coopcode/problems/data/compose.jsonl; tests/test_compose.py checks that it still matches. -->
 
 Each problem composes two HumanEval problems: an inner step g and an outer step f that takes
@@ -91,7 +92,7 @@ of a test problem). A step may appear in several problems of its split, at most 
 as the inner step and {uses} times as the outer one, pairs taken in a fixed sha256 order, so
 the set stays varied; `compose:val` is small because its 30 sources allow few pairs.
 
-How it is built (`python -m coopcode.problem_sets.compose_build`, about 10 s with a warm Docker
+How it is built (`python scripts/compose_build.py`, about 10 s with a warm Docker
 sandbox; the same bytes every time, and a test rebuilds it and compares):
 
 - **Types.** f must have one required parameter whose type takes g's return type. Types come

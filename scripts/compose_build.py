@@ -1,4 +1,4 @@
-"""Build the `compose` problem set from HumanEval: `python -m coopcode.problem_sets.compose_build`.
+"""Build the `compose` problem set from HumanEval: `.venv/bin/python scripts/compose_build.py`.
 
 Every value comes from running the canonical solutions in the sandbox (never in this
 process): the sandbox returns verdicts, not values, so each input is a test case
@@ -19,6 +19,9 @@ Steps, all deterministic (sorted iteration, sha256 orders, no clock, no randomne
    MAX_USES times in that role (the set stays varied).
 3. Name the kept ones, write their text, and check in the sandbox that every canonical
    passes its tests and every canonical aux passes aux's; then write the JSONL and the doc.
+
+A script beside the set's page writer (compose_doc.py), not part of the installed package:
+the package only reads the set it writes (coopcode/problems/data/compose.jsonl).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from coopcode.problem_sets.compose_doc import render_doc
+from compose_doc import render_doc  # beside this file
+
 from coopcode.problems.compose import DATA
 from coopcode.problems.composition import (
     Composition,
@@ -57,7 +61,7 @@ from coopcode.problems.value_types import (
 )
 from sandbox import Job, Sandbox, TestRecord, open_sandbox
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "compose.md"
+DOC = Path(__file__).resolve().parents[1] / "docs" / "compose.md"
 
 SALT = "coopcode-compose-v1:"
 # Which HumanEval part each split draws its sources from: no source is on two sides.
