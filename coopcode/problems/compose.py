@@ -1,7 +1,7 @@
 """The `compose` problem set: two HumanEval steps composed, g then f, with a contract for g.
 
-Read from the committed `data/compose.jsonl` (built by `python -m
-coopcode.problem_sets.compose_build`; docs/compose.md shows ten of them). Splits by source
+Read from the committed `data/compose.jsonl` (built by `python
+scripts/compose_build.py`; docs/compose.md shows ten of them). Splits by source
 problem: `train` from humaneval:fit, `val` from humaneval:val, `test` from humaneval:test,
 so no HumanEval problem is a step on two sides. `compose` alone is the test split.
 """

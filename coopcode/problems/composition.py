@@ -16,7 +16,7 @@ public examples (`aux(...)` lines are not calls of the entry point, so
 `coopcode.problems.examples` never turns them into tests of it).
 
 Pure text and `ast`: nothing here runs dataset code. The values (what g returns, what the
-whole returns) come from the sandbox (coopcode.problem_sets.compose_build).
+whole returns) come from the sandbox (scripts/compose_build.py).
 """
 
 from __future__ import annotations
