@@ -36,6 +36,19 @@ async def wait_until(pilot: Any, predicate: Callable[[], object], timeout: float
         await pilot.pause(0.02)
 
 
+def record_notes(app: Any) -> list[str]:
+    """Every notification the app shows from now on (toasts expire; this list does not)."""
+    notes: list[str] = []
+    show = app.notify
+
+    def notify(message: str, **kw: Any) -> None:
+        notes.append(message)
+        show(message, **kw)
+
+    app.notify = notify
+    return notes
+
+
 class SteppedEngine(ScriptedEngine):
     """A ScriptedEngine whose every chunk waits for the test to release it.
 

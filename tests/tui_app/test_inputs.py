@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.widgets import TextArea
 
-from tests.tui_app.conftest import wait_until
+from tests.tui_app.conftest import record_notes, wait_until
 from tui.demo import demo_engine
 from tui.session import AgentsSpec
 
@@ -48,8 +48,9 @@ async def test_a_prompt_in_plain_english_gets_a_hint_that_a_stub_is_expected(mak
         await wait_until(pilot, lambda: app.agents_state == "ready")
         prompt = screen.query_one("#prompt", TextArea)
         prompt.load_text("Write a function that reverses a string.")
+        notes = record_notes(app)
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: app._notifications, what="a notification")
-        text = " ".join(str(n.message) for n in app._notifications)
+        await wait_until(pilot, lambda: notes, what="a notification")
+        text = " ".join(notes)
         assert "editor.py:1" in text and "function stub" in text and "def name(args):" in text
         assert not screen.run.generating

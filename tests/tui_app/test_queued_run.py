@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from tests.tui_app.conftest import wait_until
+from tests.tui_app.conftest import record_notes, wait_until
 from tui.demo import demo_engine
 from tui.widgets.results import TestsTable
 
@@ -33,19 +33,6 @@ class GatedLoader:
         engine = demo_engine(delay=0.0)
         self.engines.append(engine)
         return engine
-
-
-def record_notes(app: Any) -> list[str]:
-    """Every notification the app shows from now on (toasts expire; this list does not)."""
-    notes: list[str] = []
-    show = app.notify
-
-    def notify(message: str, **kw: Any) -> None:
-        notes.append(message)
-        show(message, **kw)
-
-    app.notify = notify
-    return notes
 
 
 async def test_ctrl_r_while_loading_runs_once_the_agents_are_loaded(make_app):

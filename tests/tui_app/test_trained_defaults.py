@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tui_app.conftest import wait_until
+from tests.tui_app.conftest import record_notes, wait_until
 from tests.tui_app.test_config_forms import parsed
 from tui.session import AgentsSpec
 
@@ -99,8 +99,9 @@ async def test_the_agents_screen_finds_runs_anywhere_and_says_where_it_looked(ma
         assert "checkpoints (here)" in " ".join(hint.split()) and str(found) in hint.replace("\n", "")
         assert any(PAIR in str(label) and "pair" in str(label) for label, _ in run.options)
         # Ctrl+L says what it found where.
+        notes = record_notes(app)
         await pilot.press("ctrl+l")
-        await wait_until(pilot, lambda: any("runs in" in str(n.message) for n in app._notifications))
+        await wait_until(pilot, lambda: any("runs in" in note for note in notes))
         # A run sets both agents; a single agent's sets main alone.
         run.value = str(found / PAIR)
         await wait_until(pilot, lambda: screen.query_one("#helper-adapter").value == str(found / PAIR))
@@ -120,8 +121,7 @@ async def test_the_agents_screen_finds_runs_anywhere_and_says_where_it_looked(ma
         assert screen.query_one("#run").value == str(found / PAIR)  # the run it is, named
         typed.value = "no-such-run"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: any("no such run" in str(n.message)
-                                            for n in app._notifications))
+        await wait_until(pilot, lambda: any("no such run" in note for note in notes))
         # Every option is one short line: a long one wrapped into the label below (`Macredit`).
         for select_id in ("#run", "#helper-adapter", "#main-adapter"):
             select = screen.query_one(select_id)
