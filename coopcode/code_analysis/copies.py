@@ -13,6 +13,8 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from coopcode.code_analysis.docstrings import without_docstring
+
 NEAR_COPY = 0.8
 
 
@@ -26,11 +28,7 @@ def function_bodies(code: str) -> list[str]:
     out = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                body = body[1:]
-            out.append(ast.unparse(ast.Module(body=body, type_ignores=[])))
+            out.append(ast.unparse(ast.Module(body=without_docstring(node), type_ignores=[])))
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
+from coopcode.code_analysis.docstrings import has_docstring
 from coopcode.records.attempts import Program
 
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.S)
@@ -186,11 +187,9 @@ def code_lines(code: str) -> int:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return sum(1 for line in code.splitlines() if line.strip() and not line.strip().startswith("#"))
     for node in ast.walk(module):
-        body = getattr(node, "body", None)
         if (isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
+                and has_docstring(node)):
+            node.body = node.body[1:] or [ast.Pass()]
     return sum(1 for line in ast.unparse(module).splitlines() if line.strip())
 
 

@@ -24,19 +24,12 @@ from __future__ import annotations
 
 import ast
 
+from coopcode.code_analysis.docstrings import without_docstring
 from coopcode.code_analysis.patterns import main_scope, parse_or_none, top_functions
 from coopcode.code_analysis.program import defines
 from coopcode.records.cooperation import HelperUse
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
-    body = list(fn.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        body = body[1:]  # the docstring
-    return body
 
 
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
@@ -95,13 +88,13 @@ def _returns_one_literal(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
             todo.extend(ast.iter_child_nodes(node))
     return (bool(returns) and all(_literal(v) for v in returns)
             and len({ast.dump(v) for v in returns if v is not None}) == 1
-            and _always_returns(_body(fn)) and not _changes_arguments(fn))
+            and _always_returns(without_docstring(fn)) and not _changes_arguments(fn))
 
 
 def is_trivial(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether a function does nothing: `pass`, `...`, `raise`, returns an argument unchanged,
     or returns the same constant whatever it is given."""
-    body = _body(fn)
+    body = without_docstring(fn)
     idle = [s for s in body if isinstance(s, ast.Pass | ast.Raise)
             or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     rest = [s for s in body if s not in idle]

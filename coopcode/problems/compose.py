@@ -18,6 +18,8 @@ from coopcode.problems.problem import Problem
 
 DATA = Path(__file__).resolve().parent / "data" / "compose.jsonl"
 SPLITS = ("train", "val", "test", "all")
+# The HumanEval split each compose split draws its steps from: no source is on two sides.
+SPLIT_SOURCES = {"train": "fit", "val": "val", "test": "test"}
 
 
 @lru_cache(maxsize=1)

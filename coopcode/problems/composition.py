@@ -28,6 +28,7 @@ import tokenize
 from dataclasses import dataclass
 from typing import Any
 
+from coopcode.code_analysis.docstrings import has_docstring
 from coopcode.problems.contract import AUX, Contract, docstring_block, raw_docstring
 from coopcode.problems.problem import Problem
 from coopcode.problems.value_types import Type, annotation_type, join_all, refine, value_type
@@ -68,10 +69,7 @@ def read_source(problem: Problem) -> Source | None:
     if len(imports) + len(functions) != len(module.body) or len(functions) != 1:
         return None
     fn = functions[0]
-    first = fn.body[0] if fn.body else None
-    if fn.name != problem.entry_point or not (
-            isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)):
+    if fn.name != problem.entry_point or not has_docstring(fn):
         return None
     if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or fn.args.posonlyargs:
         return None

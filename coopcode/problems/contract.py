@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from coopcode.code_analysis.docstrings import has_docstring
 from coopcode.core.errors import ProblemError
 
 AUX = "aux"  # the helper's function, everywhere in coopcode (coopcode.schemes.prompts)
@@ -55,6 +57,15 @@ class Contract:
                 "imports": self.imports, "test": self.tests, "solution": self.solution,
                 "entry_point": self.entry_point}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Contract:
+        """The contract of a dict as `to_dict` writes it (a problem file's keys: `test` for the
+        tests; `imports`, `solution` and `entry_point` may be left out). Not checked:
+        `contract_from_record` checks a problem file's."""
+        return cls(signature=data["signature"], docstring=data["docstring"], tests=data["test"],
+                   imports=data.get("imports") or "", solution=data.get("solution"),
+                   entry_point=data.get("entry_point") or AUX)
+
 
 def docstring_block(text: str, indent: str) -> str:
     """`text` (as written between the quotes) as a triple-quoted docstring at `indent`."""
@@ -66,11 +77,9 @@ def docstring_block(text: str, indent: str) -> str:
 def raw_docstring(source: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     """`fn`'s docstring as written between its quotes (escapes such as `\\n` kept, so it can
     be written back into code), dedented; '' when it has none."""
-    first = fn.body[0] if fn.body else None
-    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)):
+    if not has_docstring(fn):
         return ""
-    text = ast.get_source_segment(source, first.value) or ""
+    text = ast.get_source_segment(source, fn.body[0]) or ""
     text = text.lstrip("rRuU")
     quote = text[:3] if text[:3] in ('"""', "'''") else text[:1]
     return inspect.cleandoc(text[len(quote):len(text) - len(quote)])
@@ -100,9 +109,7 @@ def contract_from_record(value: Any, where: str) -> Contract | None:
     if value.get("entry_point", AUX) != AUX:
         raise ProblemError(f"{where}: contract entry_point is {value['entry_point']!r}: the "
                            f"helper's function is called {AUX}")
-    contract = Contract(signature=value["signature"], docstring=inspect.cleandoc(value["docstring"]),
-                        tests=value["test"], imports=value.get("imports") or "",
-                        solution=value.get("solution"))
+    contract = Contract.from_dict({**value, "docstring": inspect.cleandoc(value["docstring"])})
     check_contract(contract, where)
     return contract
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from coopcode.code_analysis.docstrings import has_docstring, without_docstring
 from coopcode.core.errors import ProblemError
 from coopcode.core.inputs import read_text_file
 from coopcode.problems.contract import AUX, Contract, check_contract, raw_docstring
@@ -44,16 +45,12 @@ CHECK_AUX = "check_aux"
 
 
 def _is_empty_body(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    body = list(fn.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
-        body = body[1:]
-    else:
+    if not has_docstring(fn):
         return False  # no docstring: nothing tells the agents what to write
     return all(
         isinstance(s, ast.Pass)
         or (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value is Ellipsis)
-        for s in body
+        for s in without_docstring(fn)
     )
 
 
@@ -142,7 +139,7 @@ def _contract_functions(functions: list[ast.FunctionDef | ast.AsyncFunctionDef],
         raise ProblemError(f"{name}:{twice.lineno}: {twice.name} is defined twice: a problem has "
                            "one contract")
     aux = auxes[0]
-    if ast.get_docstring(aux) is None:
+    if not has_docstring(aux):
         raise ProblemError(f"{name}:{aux.lineno}: {AUX} has no docstring: the contract is aux's "
                            "signature and docstring, so say what aux does")
     if isinstance(aux, ast.AsyncFunctionDef) or aux.decorator_list:
