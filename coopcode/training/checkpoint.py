@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def check_writable(out: Path) -> None:
         raise UserError(f"cannot write to {out}: {e.strerror or e}") from None
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_json_atomic(path: Path, data: object) -> None:
     """Replace `path` by a whole new version; on a failed write the old one stays."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
@@ -67,8 +68,9 @@ def latest_state(out: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
-def save_state(out: Path, step: int, trainer_state: dict[str, Any], save_adapters: Any,
-               info: dict[str, Any], keep: int = 1) -> Path:
+def save_state(out: Path, step: int, trainer_state: dict[str, Any],
+               save_adapters: Callable[[Path], None], info: dict[str, Any],
+               keep: int = 1) -> Path:
     """Write the resumable state of `step`; keep the newest `keep` states.
 
     `save_adapters(folder)` writes the adapter folders (helper/, main/) into `folder`.

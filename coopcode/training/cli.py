@@ -9,20 +9,28 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from coopcode.core.errors import UserError
+from coopcode.core.events import Emit, Event
 from coopcode.display.console import make_console
 from coopcode.settings.common import EventsOutput, JsonOutput, MainSees, SandboxChoice
 from coopcode.settings.options import check_options, config_options, given_on_command_line, option
 from coopcode.training.config import TrainConfig
+from coopcode.training.context import Say
+
+if TYPE_CHECKING:
+    from coopcode.evaluation.stats import Choice
+    from coopcode.training.run import TrainResult
 
 out = make_console()  # plain on a pipe: no wrapping, no padding (coopcode.display.console)
 err = make_console(stderr=True)
@@ -78,8 +86,6 @@ def train_command(
 
     Writes checkpoints/<run>/helper/ and main/ (PEFT adapters that solve, bench and the TUI load), manifest.json and metrics.jsonl. Ctrl-C stops after saving; --resume continues.
     """
-    import threading
-
     from coopcode.core.events import JsonlWriter
     from coopcode.core.inputs import check_run_name
     from coopcode.engines.agents import resolve_adapter_path
@@ -96,10 +102,10 @@ def train_command(
         check_run_name(run)
     folder = out_dir or Path("checkpoints") / (run or f"{config.algo}-{time.strftime('%Y%m%d-%H%M%S')}")
 
-    emit: Any = JsonlWriter(sys.stdout) if events.events else TrainPrinter(err)
+    emit: Emit = JsonlWriter(sys.stdout) if events.events else TrainPrinter(err)
     cancel = threading.Event()
 
-    def on_sigint(_sig: int, _frame: Any) -> None:
+    def on_sigint(_sig: int, _frame: FrameType | None) -> None:
         if cancel.is_set():
             raise KeyboardInterrupt
         cancel.set()
@@ -120,7 +126,7 @@ def train_command(
     raise typer.Exit(130 if result.stopped else 0)
 
 
-def _log_events(emit: Any) -> Any:
+def _log_events(emit: Emit) -> Say:
     from coopcode.core.events import Log
 
     def progress(message: str) -> None:
@@ -130,7 +136,8 @@ def _log_events(emit: Any) -> Any:
 
 
 def _run(config: TrainConfig, folder: Path, resume: bool, explicit: set[str], backend: str,
-         emit: Any, cancel: Any, events_progress: Any = None) -> Any:
+         emit: Emit, cancel: threading.Event, events_progress: Say | None = None
+         ) -> TrainResult:
     from coopcode.core.sandboxes import open_sandbox_for_cli
     from coopcode.training.run import train
 
@@ -197,7 +204,7 @@ class TrainPrinter:
         self.console = console
         self.total = 0
 
-    def __call__(self, event: Any) -> None:
+    def __call__(self, event: Event) -> None:
         from coopcode.core import events as ev
 
         if isinstance(event, ev.Started):
@@ -356,7 +363,7 @@ def _with_se(figures: dict[str, float], key: str) -> str:
     return f"{value:.1%}" + ("" if se is None else f" ± {se:.1%}")
 
 
-def _print_validation(evals: list[dict[str, Any]], choice: Any) -> None:
+def _print_validation(evals: list[dict[str, Any]], choice: Choice | None) -> None:
     """The run's evaluations, each figure ± its standard error over problems, and which step
     the two-standard-error rule prefers."""
     table = Table(title="validation (± standard error over problems)")

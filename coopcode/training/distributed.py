@@ -18,7 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 import torch
@@ -124,7 +124,7 @@ class AgentLoss(torch.nn.Module):
 
 
 def agent_loss(params: Sequence[torch.nn.Parameter], compute: Callable[[Any], tuple[torch.Tensor, Any]],
-               ranks: Ranks) -> Any:
+               ranks: Ranks) -> torch.nn.Module:
     """`AgentLoss`, in DDP when there are several ranks."""
     module = AgentLoss(params, compute)
     if not ranks.distributed:
@@ -136,8 +136,10 @@ def agent_loss(params: Sequence[torch.nn.Parameter], compute: Callable[[Any], tu
     return DistributedDataParallel(module)
 
 
-def no_sync(module: Any, last: bool) -> Any:
+def no_sync(module: torch.nn.Module, last: bool) -> AbstractContextManager[None]:
     """Gradients are reduced once, at the last backward of the step; before it, no_sync."""
-    if last or not hasattr(module, "no_sync"):
+    from torch.nn.parallel import DistributedDataParallel
+
+    if last or not isinstance(module, DistributedDataParallel):
         return nullcontext()
     return module.no_sync()

@@ -34,6 +34,7 @@ from coopcode.core.errors import UserError
 from coopcode.problems import Problem
 from coopcode.records.attempts import AgentOutput, Attempt
 from coopcode.schemes import PromptBook, SampleState, Scheme, adapter_of, prompts
+from coopcode.training.context import Say
 
 PAIR = ("helper", "main")
 SINGLE = "solution"
@@ -122,7 +123,7 @@ def needed_keys(scheme: Scheme) -> tuple[str, ...]:
 
 
 def load_examples(path: str, problems: Sequence[Problem], scheme: Scheme,
-                  say: Any = None) -> list[Example]:
+                  say: Say | None = None) -> list[Example]:
     """The examples of `path` usable with `scheme`, their tasks in `problems`. Lines without
     the code the scheme needs are left out, and counted (`say`); none left is a UserError."""
     examples = read_examples(path)

@@ -21,9 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 MIN_SHARED_PREFIX = 16  # below this, splitting off a prefix costs more than it saves
 HEAD_CHUNK = 256  # completion tokens per LM-head chunk: 256 x 151k fp32 log-probs ~ 155 MB
@@ -104,7 +107,7 @@ class _HeadLogprob(torch.autograd.Function):
         return torch.cat(parts), None, None, None, None
 
 
-def _head_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor,
+def _head_logprobs(head: torch.nn.Module, hidden: torch.Tensor, targets: torch.Tensor,
                    temperature: float) -> tuple[torch.Tensor, torch.Tensor]:
     weight = getattr(head, "weight", None)
     plain = isinstance(head, torch.nn.Linear) and head.bias is None and not weight.requires_grad
@@ -118,7 +121,7 @@ def _head_logprobs(head: Any, hidden: torch.Tensor, targets: torch.Tensor,
 
 
 def completion_logprobs(
-    model: Any,
+    model: PreTrainedModel,
     prompts: Sequence[Sequence[int]],
     completions: Sequence[Sequence[int]],
     *,
@@ -183,7 +186,7 @@ def completion_logprobs(
     return TokenLogprobs(values, mask, entropy)
 
 
-def per_completion_logprobs(model: Any, prompts: Sequence[Sequence[int]],
+def per_completion_logprobs(model: PreTrainedModel, prompts: Sequence[Sequence[int]],
                             completions: Sequence[Sequence[int]], *,
                             temperature: float = 1.0) -> list[torch.Tensor]:
     """One plain forward per completion (the reference's approach): the oracle for tests."""

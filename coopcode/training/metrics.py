@@ -12,10 +12,13 @@ import resource
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coopcode.core.events import Emit, Metric
 from coopcode.core.files import append_line
+
+if TYPE_CHECKING:
+    from torch.utils.tensorboard import SummaryWriter
 
 _earlier_peak_mb = 0.0  # the highest peak before the last `start_step_peak` reset it
 
@@ -100,7 +103,7 @@ class MetricsLog:
         self.emit = emit
         self.write = write  # False on ranks other than 0: one process writes the run's files
         self.history: list[dict[str, Any]] = _read(self.path)
-        self._tb: Any = None
+        self._tb: SummaryWriter | None = None
         if tensorboard and write:
             try:
                 from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package

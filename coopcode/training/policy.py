@@ -20,33 +20,51 @@ import threading
 from collections.abc import Sequence
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from coopcode.core.errors import ModelError
+
+if TYPE_CHECKING:
+    import torch
+    from peft import LoraConfig, PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from coopcode.engines import Engine
+    from coopcode.engines.embedded.engine import TransformersEngine
+    from coopcode.training.context import Say
+    from coopcode.training.logprobs import TokenLogprobs
 
 
 class TransformersPolicy:
     """LoRA adapters, trained in place, on one transformers base model."""
 
-    def __init__(self, base: Any, tokenizer: Any, *, model_name: str, model_fingerprint: str,
-                 engine: Any = None, lock: Any = None) -> None:
+    def __init__(self, base: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *,
+                 model_name: str, model_fingerprint: str,
+                 engine: TransformersEngine | None = None,
+                 lock: threading.RLock | None = None) -> None:
         self.base, self.tokenizer = base, tokenizer
         self.model_name, self.model_fingerprint = model_name, model_fingerprint
         self.engine = engine  # the engine sharing this model, told of every adapter
-        self.peft: Any = engine.peft if engine is not None else None
+        # The PEFT model around `base`, made with the first adapter (or the engine's already).
+        self.peft: PeftModel | None = engine.peft if engine is not None else None
         self.lock = lock or threading.RLock()  # the engine's: no adapter change mid-step
         self.names: list[str] = []
 
     @classmethod
-    def sharing(cls, engine: Any) -> TransformersPolicy:
+    def sharing(cls, engine: Engine) -> TransformersPolicy:
         """Train on the embedded engine's own model (it samples with the current weights)."""
+        from coopcode.engines.embedded.engine import TransformersEngine
+
+        if not isinstance(engine, TransformersEngine):
+            raise ValueError(f"the {engine.name} engine has no model to train in place: give "
+                             "the trainer a policy of its own (TransformersPolicy.load)")
         return cls(engine.base, engine.tokenizer, model_name=engine.model_name,
                    model_fingerprint=engine.model_fingerprint, engine=engine,
                    lock=engine.adapter_lock)
 
     @classmethod
     def load(cls, model: str | None, *, dtype: str | None = None, device: str | None = None,
-             progress: Any = None) -> TransformersPolicy:
+             progress: Say | None = None) -> TransformersPolicy:
         """A copy of the model for training only (another engine samples)."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -65,8 +83,8 @@ class TransformersPolicy:
 
     # -- adapters ---------------------------------------------------------------------------
 
-    def add_adapter(self, name: str, lora_config: Any = None, *,
-                    weights: str | None = None) -> list[Any]:
+    def add_adapter(self, name: str, lora_config: LoraConfig | None = None, *,
+                    weights: str | None = None) -> list[torch.nn.Parameter]:
         """Attach LoRA adapter `name`: fresh from `lora_config`, or starting from the PEFT
         folder `weights` (checked against this base). Returns its parameters in float32
         (Adam steps of ~1e-5 vanish in bf16)."""
@@ -82,6 +100,8 @@ class TransformersPolicy:
             # The folder names the base as the run that saved it did (a catalog name); the
             # fingerprint above proved it is this base, so PEFT need not warn it was renamed.
             lora_config.base_model_name_or_path = getattr(self.base, "name_or_path", None)
+        if lora_config is None:
+            raise ValueError(f"adapter {name!r}: a fresh adapter needs its LoraConfig")
         with self.lock:
             if name in self.names or (self.engine is not None and name in self.engine.adapters()):
                 raise ModelError(f"adapter {name!r} is already loaded")
@@ -103,10 +123,17 @@ class TransformersPolicy:
                 self.engine.attach_adapters(self.peft, [name])
         return params
 
-    def parameters(self, name: str) -> list[Any]:
+    @property
+    def model(self) -> PeftModel:
+        """The PEFT model around the base: there once an adapter is attached."""
+        if self.peft is None:
+            raise ModelError("no adapter is attached to the policy yet (add_adapter first)")
+        return self.peft
+
+    def parameters(self, name: str) -> list[torch.nn.Parameter]:
         """The LoRA weights of adapter `name` (for an optimizer)."""
         marker = f".{name}."
-        return [p for n, p in self.peft.named_parameters() if "lora_" in n and marker in n]
+        return [p for n, p in self.model.named_parameters() if "lora_" in n and marker in n]
 
     def load_weights(self, name: str, folder: str | Path) -> None:
         """Overwrite adapter `name`'s weights with those saved in `folder`."""
@@ -115,7 +142,7 @@ class TransformersPolicy:
 
         state = load_file(str(Path(folder) / "adapter_model.safetensors"))
         with self.lock:
-            result = set_peft_model_state_dict(self.peft, state, adapter_name=name)
+            result = set_peft_model_state_dict(self.model, state, adapter_name=name)
         unexpected = getattr(result, "unexpected_keys", []) or []
         if any("lora_" in k for k in unexpected):
             raise ModelError(f"adapter {folder}: its weights do not fit adapter {name!r}")
@@ -129,8 +156,8 @@ class TransformersPolicy:
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         with self.lock:
-            state = get_peft_model_state_dict(self.peft, adapter_name=name)
-            config = copy.deepcopy(self.peft.peft_config[name])
+            state = get_peft_model_state_dict(self.model, adapter_name=name)
+            config = copy.deepcopy(self.model.peft_config[name])
         config.inference_mode = True  # what PeftModel.save_pretrained records
         config.base_model_name_or_path = self.model_name
         config.save_pretrained(str(out))
@@ -142,15 +169,16 @@ class TransformersPolicy:
 
     def select(self, name: str) -> None:
         """Make adapter `name` the active and only trainable one (PEFT's set_adapter)."""
-        self.peft.set_adapter(name)
+        self.model.set_adapter(name)
 
     def logprobs(self, name: str | None, prompts: Sequence[Sequence[int]],
-                 completions: Sequence[Sequence[int]], *, temperature: float = 1.0) -> Any:
+                 completions: Sequence[Sequence[int]], *, temperature: float = 1.0
+                 ) -> TokenLogprobs:
         """Token log-probs of the completions under adapter `name` (None: the bare base),
         differentiable in the adapter's weights when grad is enabled."""
         from coopcode.training.logprobs import completion_logprobs
 
-        context = self.peft.disable_adapter() if name is None else nullcontext()
+        context = self.model.disable_adapter() if name is None else nullcontext()
         if name is not None:
             self.select(name)
         with context:

@@ -217,8 +217,9 @@ class RolloutBuilder:
             attempt.helper_code = parents["helper"].code if "helper" in parents else ""
             attempt.main_code = parents[main_role(parents)].code
             attempt.contract = op.parent.contract  # revisions keep the contract they worked to
-            state = SampleState(op.problem, 0, self.book, attempt,
-                                first_prompts={r: s.first_prompt for r, s in parents.items()})
+            # Every sample a rollout made carries its lineage's first prompt.
+            firsts = {r: s.first_prompt for r, s in parents.items() if s.first_prompt is not None}
+            state = SampleState(op.problem, 0, self.book, attempt, first_prompts=firsts)
         return SampleSpec(op.problem, 0, self.scheme, self.params, seeds, ROLE_ADAPTERS,
                           turns=node.turn, first_turn=node.turn, state=state, key=(op, pick))
 

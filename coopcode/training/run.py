@@ -495,8 +495,8 @@ def sample_lines(step: int, rollouts: list[ProblemRollout]) -> list[str]:
         actions = []
         for a in node.actions:
             codes = {role: node.samples[role][i].code for role, i in a.members.items()}
-            action = {"reward": a.reward.to_dict() if a.reward else None, "passed": a.passed,
-                      **codes}
+            action: dict[str, Any] = {"reward": a.reward.to_dict() if a.reward else None,
+                                      "passed": a.passed, **codes}
             if a.cooperation is not None and "helper" in codes:
                 action["cooperation"] = a.cooperation.to_record()
             if a.agent_rewards:  # per-agent credit, and what it was measured against

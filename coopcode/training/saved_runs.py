@@ -16,10 +16,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coopcode.core.adapters import CHECKPOINTS_ENV, checkpoint_roots, find_run, looked_in
 from coopcode.core.errors import UserError
+
+if TYPE_CHECKING:
+    from coopcode.training.guards import CollapseWarning
 
 ROLES = ("helper", "main")
 DEFAULT_ROOT = Path("checkpoints")
@@ -90,7 +93,7 @@ class CheckpointInfo:
             return name
         return "seed-grpo" if self.algorithm == "grpo" else "seed"
 
-    def warnings(self) -> list[Any]:
+    def warnings(self) -> list[CollapseWarning]:
         """The collapse guards' findings on the run's metrics (`coopcode.training.guards`)."""
         from coopcode.training.guards import collapse_warnings
 

@@ -19,9 +19,14 @@ import math
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from coopcode.rewards import RewardBreakdown
+
+if TYPE_CHECKING:
+    from coopcode.records.cooperation import Cooperation
+    from coopcode.schemes.prompts import Prompt
+    from coopcode.training.rollout import Alone
 
 
 @dataclass
@@ -35,7 +40,7 @@ class Sample:
     text: str = ""
     code: str = ""
     finish_reason: str = ""
-    first_prompt: Any = field(default=None, repr=False)  # the turn-1 prompt of its lineage
+    first_prompt: Prompt | None = field(default=None, repr=False)  # the turn-1 prompt of its lineage
     ret: float = 0.0  # return (mean over the joint actions it is in)
     advantage: float = 0.0
 
@@ -50,10 +55,10 @@ class JointAction:
     reward: RewardBreakdown | None = None
     passed: bool = False
     feedback: str = ""  # public-example feedback shown to the agents in the child node
-    cooperation: Any = None  # how the pair cooperated (coopcode.written.analysis)
+    cooperation: Cooperation | None = None  # how the pair cooperated
     # Per-agent credit: role -> that agent's reward (empty: every agent gets the joint reward)
     agent_rewards: dict[str, float] = field(default_factory=dict)
-    alone: Any = None  # counterfactual credit: main's own answer without the helper (`Alone`)
+    alone: Alone | None = None  # counterfactual credit: main's own answer without the helper
 
 
 @dataclass

@@ -91,7 +91,7 @@ def bench_config(config: TrainConfig, label: str) -> BenchConfig:
                        reward=config.reward)
 
 
-def _number(value: Any) -> bool:
+def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
