@@ -192,7 +192,7 @@ class TrainConfig:
     # -- who samples the rollouts ----------------------------------------------------------
     rollout_engine: str = option(
         "transformers", "Who samples: transformers (the model being trained samples itself; "
-        "`local` in earlier runs), vllm (vLLM in-process) or openai (OpenAI-compatible servers "
+        "`local` names it too), vllm (vLLM in-process) or openai (OpenAI-compatible servers "
         "at --rollout-base-url, e.g. vllm serve).", choices=rollout_engine_names,
         noun="rollout engine")
     rollout_base_url: tuple[str, ...] = option(

@@ -92,9 +92,9 @@ def init_ranks() -> Ranks:
 
     if not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-        # Left at exit, gloo's threads are still joinable when the interpreter tears down and
-        # the process aborts ("terminate called without an active exception", seen once in
-        # four runs of tests/train/test_distributed.py): leave the group first.
+        # Left at exit, gloo's threads can still be joinable when the interpreter tears down,
+        # and the process then aborts ("terminate called without an active exception"):
+        # leave the group first.
         atexit.register(_leave_group)
     return Ranks(dist.get_rank(), dist.get_world_size())
 

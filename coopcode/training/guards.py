@@ -6,13 +6,13 @@ Six failures that a rising reward hides (all but `truncation` seen in committed 
   (One agent does the work, the other's output is unused.)
 - `trivial-main`: the mirror: main became a shell around the helper. The share of joint
   actions where main uses the helper but does no work of its own with its answer
-  (`coop/shell`, `coopcode.written.own_work`) reached half in the last window, at
+  (`coop/shell`, `coopcode.code_analysis.own_work`) reached half in the last window, at
   least twice its first window's; the message adds how often the helper alone solved the
   task there (`coop/helper_solves`).
 - `length-collapse`: an agent's code shrank to at most half its first window's size: lines
   of code without docstrings and comments (`<agent>/code_lines`, from at least 4 lines), so
-  a docstring main copies from the prompt does not count as code; runs from before that
-  metric are judged on completion tokens (from at least 32). Usually a policy that found a
+  a docstring main copies from the prompt does not count as code; a run whose metrics lack
+  it is judged on completion tokens (from at least 32). Usually a policy that found a
   short answer the reward pays as much as a real one.
 - `reward-without-passes`: the mean reward rose (by at least 0.1 and 15% of where it
   started) while the pass rate did not (up by less than 5 points), or while the reward's
@@ -22,10 +22,11 @@ Six failures that a rising reward hides (all but `truncation` seen in committed 
   the run has one, else the training problems' (each step is another problem: noisy, and
   the message says so). Names the terms that rose.
 - `constant-answers`: the task's function (main's, or the single agent's) answers every input
-  with one literal (`return 2`; `<agent>/constant_answers`, `coopcode.written.code.
+  with one literal (`return 2`; `<agent>/constant_answers`, `coopcode.code_analysis.program.
   answers_a_constant`) in at least a quarter of the last window's completions, at least
   twice the first window's share: the tests pay partial credit and a fixed guess passes
-  some of them (issue 41's `cold` candidate: 0% -> 99% of main's answers in 45 steps).
+  some of them, so a run can move from none of main's answers to nearly all of them in a
+  few dozen steps.
 - `truncation`: at least 20% of a window's completions stopped at the token budget: the
   reward then scores code that was cut off, and the budget (`--max-new-tokens`) is too
   small for what the agents write.

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 RESUMABLE_OVERRIDES = ("steps", "save_every", "keep_checkpoints", "timeout", "rollout_engine",
                        "rollout_base_url", "deterministic", "eval_every", "eval_problems",
                        "eval_n", "eval_limit", "keep_eval_adapters", "keep_step", "patience")
-# A run's config.json holds the settings it was started with; a setting added since is read
-# as what such a run did, so that resuming it goes on as it began.
+# A saved config.json that lacks a setting ran without it: each is read as what such a run
+# did, so that resuming it goes on as it began.
 SAVED_BEFORE = {"kl_reference": "base", "keep_step": "last"}
 
 

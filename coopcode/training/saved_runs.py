@@ -87,7 +87,7 @@ class CheckpointInfo:
 
     @property
     def reward_name(self) -> str:
-        """The reward the run trained on (runs from before --reward: their algorithm's seed)."""
+        """The reward the run trained on (a config naming none: its algorithm's seed reward)."""
         name = self.config.get("reward")
         if isinstance(name, str) and name:
             return name
@@ -185,8 +185,8 @@ def _newest_first(runs: list[CheckpointInfo]) -> list[CheckpointInfo]:
 def check_root(root: Path) -> Path:
     """`root` unless it exists and is not a folder (a missing root just holds no runs). The
     default root stands for the whole search path: with no run anywhere on it, a UserError
-    that says where it looked (`coopcode checkpoints list` used to say `no runs in
-    checkpoints/` from any folder, and exit 0)."""
+    that names every place it looked, so the user learns where runs are found (not only
+    checkpoints/ of the current folder) and a script sees the failure in the exit code."""
     if root.exists() and not root.is_dir():
         raise UserError(f"{root}: a file, where --dir needs the folder holding the runs")
     if root == DEFAULT_ROOT and not list_checkpoints():

@@ -1,4 +1,4 @@
-"""Training you can rerun (issue 40, item 6): with `--deterministic`, two runs of the same
+"""Training you can rerun: with `--deterministic`, two runs of the same
 config and seed take the same steps: the same samples, rewards, losses and adapter weights,
 bit for bit (the tiny model; a reward that varies with the text, so the updates move)."""
 

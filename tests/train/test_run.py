@@ -40,7 +40,7 @@ def test_train_from_python_with_a_plain_reward_function(make_engine: Any, tiny_m
 
 def test_ranks_probing_one_run_folder_at_once_do_not_trip_each_other(tmp_path: Path) -> None:
     # torchrun's ranks all call check_writable on the same --out at the same moment; with one
-    # shared probe name a rank could find its probe already deleted by another (a CI failure).
+    # shared probe name a rank could find its probe already deleted by another.
     import threading
 
     from coopcode.training.checkpoint import check_writable
