@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coopcode.collaboration.scheduler import Scheduler, sample_specs
 from coopcode.engines import Engine, SamplingParams
 from coopcode.problems import Problem, load_humaneval
 from coopcode.schemes import SampleState, get_scheme
 from sandbox import Job, Sandbox, open_sandbox
+
+if TYPE_CHECKING:
+    from coopcode.engines.embedded.engine import TransformersEngine
 
 CONCURRENCY: int | None = None  # --concurrency (None: what fills the engine)
 
@@ -141,7 +144,7 @@ def vllm_part(args: Any) -> None:
     print(f"vllm: embedded / vllm serve samples/s: {rate['embedded'] / rate['vllm serve']:.2f}x")
 
 
-def kernels_part(engine: Any, sandbox: Sandbox, reps: int, max_new_tokens: int) -> None:
+def kernels_part(engine: TransformersEngine, sandbox: Sandbox, reps: int, max_new_tokens: int) -> None:
     """The bench's kind of work with the batch's forwards on plain weights, then as shipped."""
     from coopcode.engines.embedded.kernels import without_copies
 
@@ -202,6 +205,9 @@ def main() -> None:
                  SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.0),
                  "concurrency 1")
         if args.part == "kernels":
+            from coopcode.engines.embedded.engine import TransformersEngine
+
+            assert isinstance(engine, TransformersEngine), "--part kernels measures the embedded engine"
             kernels_part(engine, sb, args.reps, args.max_new_tokens)
         if args.part in ("sampled", "both"):
             part("sampled", engine, sb, args.reps, test[:8], "sequential", 10,

@@ -22,10 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coopcode.engines import Engine
 
 
-def window_rate(engine: Any, prompts: list[str], adapters: list[str | None], tokens: int) -> float:
+def window_rate(engine: Engine, prompts: list[str], adapters: list[str | None], tokens: int) -> float:
     """Tokens/s of R greedy samples while all of them decode."""
     from coopcode.engines import GenerationRequest, SamplingParams
 

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coopcode.engines.embedded.engine import TransformersEngine
 
 KINDS = ("prompt", "9+ rows", "2-8 rows", "1 row")
 
@@ -44,11 +47,12 @@ def product_weights(model: Any) -> tuple[int, int]:
     return layers, head.weight.numel()
 
 
-def peak_rate(engine: Any, layers: int, head: int) -> tuple[float, float]:
+def peak_rate(engine: TransformersEngine, layers: int, head: int) -> tuple[float, float]:
     """Flops/s of the model's forward of 512 tokens on the batch's kernels, and of a square
     2048 product in the model's format; best of 3 each."""
     import torch
 
+    from coopcode.engines.embedded.kernel_kinds import ForwardKind
     from coopcode.engines.embedded.kernels import on_kernels
 
     def best(f: Any) -> float:
@@ -61,14 +65,14 @@ def peak_rate(engine: Any, layers: int, head: int) -> tuple[float, float]:
         return min(times)
 
     ids = torch.zeros(1, 512, dtype=torch.long)
-    with torch.inference_mode(), on_kernels(engine.kernels["many"][0], engine.kernel_weights):
+    with torch.inference_mode(), on_kernels(engine.kernels[ForwardKind.MANY][0], engine.kernel_weights):
         model_s = best(lambda: engine.base(input_ids=ids, use_cache=False, logits_to_keep=1))
     a = torch.randn(2048, 2048, dtype=engine.base.dtype)
     square_s = best(lambda: a @ a)
     return 2 * (512 * layers + head) / model_s, 2 * 2048 ** 3 / square_s
 
 
-def run(engine: Any, problems: list[Any], params: Any, concurrency: int | None,
+def run(engine: TransformersEngine, problems: list[Any], params: Any, concurrency: int | None,
         layers: int, head: int) -> dict[str, Any]:
     """The work through the scheduler, every forward timed and sorted by kind."""
     from coopcode.collaboration.scheduler import Scheduler, sample_specs

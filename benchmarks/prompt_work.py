@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import coopcode  # noqa: F401 - before torch: it sets how OpenMP threads wait
 
+if TYPE_CHECKING:
+    from coopcode.engines.embedded.engine import TransformersEngine
 
-def prefix_oracle(engine: Any, problems: int) -> None:
+
+def prefix_oracle(engine: TransformersEngine, problems: int) -> None:
     from bench_throughput import ours  # this folder is on sys.path
 
     from coopcode.engines import SamplingParams, batching
@@ -64,17 +67,19 @@ def prefix_oracle(engine: Any, problems: int) -> None:
           f"an oracle copying from any earlier prompt would copy {more:,} more")
 
 
-def forward_sizes(engine: Any, sizes: list[int], reps: int = 3) -> None:
+def forward_sizes(engine: TransformersEngine, sizes: list[int], reps: int = 3) -> None:
     import torch
 
+    from coopcode.engines.embedded.kernel_kinds import ForwardKind
     from coopcode.engines.embedded.kernels import on_kernels
 
-    print(f"one forward of T tokens on the batch's kernels ({engine.kernels['many'][0]}), "
+    kernel = engine.kernels[ForwardKind.MANY][0]
+    print(f"one forward of T tokens on the batch's kernels ({kernel}), "
           f"best of {reps}:")
     for n in sizes:
         ids = torch.zeros(1, n, dtype=torch.long)
         keep = torch.tensor([n - 1])
-        with torch.inference_mode(), on_kernels(engine.kernels["many"][0], engine.kernel_weights):
+        with torch.inference_mode(), on_kernels(kernel, engine.kernel_weights):
             engine.base(input_ids=ids, use_cache=False, logits_to_keep=keep)
             best = float("inf")
             for _ in range(reps):

@@ -35,10 +35,13 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coopcode.engines import Engine
 
 
-def decode_rate(engine: Any, prompt: str, tokens: int, adapter: str | None) -> float:
+def decode_rate(engine: Engine, prompt: str, tokens: int, adapter: str | None) -> float:
     """Tokens/s between the first and the last streamed token of one greedy sample."""
     from coopcode.engines import GenerationRequest, SamplingParams
 

@@ -24,10 +24,13 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from coopcode.engines import Engine
 
 
-def make(engine: Any, problems: list[Any], sandbox: Any, per_step: int, args: Any,
+def make(engine: Engine, problems: list[Any], sandbox: Any, per_step: int, args: Any,
          policy: Any = None, sync: Path | None = None) -> Any:
     from coopcode.training.config import TrainConfig
     from coopcode.training.magrpo import MAGRPOTrainer

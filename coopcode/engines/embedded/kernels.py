@@ -186,11 +186,11 @@ def on_kernels(way: str, weights: Any = None) -> Iterator[None]:
         yield
 
 
-def without_copies(ranking: dict[str, list[str]]) -> dict[str, list[str]]:
+def without_copies(ranking: Ranking) -> Ranking:
     """`ranking` on the weights as stored wherever it chose a copy (what the engine ran
     before it measured those: the benchmarks' reference): oneDNN for prepacked weights,
     torch's own kernels for a bf16 copy."""
-    plain: dict[str, str] = {Kernel.PACKED: Kernel.ONEDNN, Kernel.BF16: Kernel.ATEN}
+    plain = {Kernel.PACKED: Kernel.ONEDNN, Kernel.BF16: Kernel.ATEN}
     return {kind: list(dict.fromkeys(plain.get(w, w) for w in ways)) for kind, ways in ranking.items()}
 
 
