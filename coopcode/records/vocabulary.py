@@ -12,6 +12,9 @@ from typing import Any
 
 
 class _Word(StrEnum):
+    # Printed as the string too: a tuple of roles in a message reads as it did.
+    __repr__ = str.__repr__
+
     def __reduce_ex__(self, protocol: Any) -> tuple[type[str], tuple[str]]:
         # Pickled as the plain string: a trainer's saved state keys its optimizers by role,
         # and it loads as it always did, with or without this module.
