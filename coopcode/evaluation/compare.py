@@ -34,6 +34,7 @@ from coopcode.code_analysis.patterns import pattern_rates
 from coopcode.core.errors import UserError
 from coopcode.evaluation import stats
 from coopcode.evaluation.at_k import pass_at_k
+from coopcode.evaluation.report import pct
 from coopcode.schemes import has_helper
 
 CHANGED_MOST = 5  # problems listed per comparison
@@ -296,16 +297,10 @@ def compare_runs(a: Run, b: Run, ks: list[int] | None = None) -> dict[str, Any]:
             "per_problem": {t: {"a": a.pass_at(t, k0), "b": b.pass_at(t, k0)} for t in shared}}
 
 
-def _pct(x: float | None, signed: bool = False) -> str:
-    if x is None:
-        return "—"
-    return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
-
-
 def _ci(low: float | None, high: float | None, signed: bool = True) -> str:
     if low is None or high is None:
         return "—"
-    return f"[{_pct(low, signed)}, {_pct(high, signed)}]"
+    return f"[{pct(low, signed)}, {pct(high, signed)}]"
 
 
 def _clustered_ci(row: dict[str, Any], signed: bool = True) -> str:
@@ -324,8 +319,8 @@ def markdown(comparisons: list[dict[str, Any]]) -> str:
     for c in comparisons:
         for row in c["per_k"]:
             cells = [c["a"]["label"], c["b"]["label"], str(row["k"]),
-                     f"{_pct(row['a']['mean'])}%", f"{_pct(row['b']['mean'])}%",
-                     _pct(row["diff_mean"], True), _ci(row["diff_low"], row["diff_high"]),
+                     f"{pct(row['a']['mean'])}%", f"{pct(row['b']['mean'])}%",
+                     pct(row["diff_mean"], True), _ci(row["diff_low"], row["diff_high"]),
                      *([_clustered_ci(row)] if clustered else []),
                      f"{row['gained']} / {row['lost']} / {row['tied']}", f"{row['p_sign']:.3g}",
                      str(c["shared_problems"])]
@@ -346,7 +341,7 @@ def markdown(comparisons: list[dict[str, Any]]) -> str:
                       f"pass@{c['changed_k']}):", "",
                       "| problem | A passed | B passed | Δ |", "|---|---|---|---|"]
             lines += [f"| {p['task_id']} | {p['a_passed']}/{p['a_n']} | {p['b_passed']}/{p['b_n']}"
-                      f" | {_pct(p['diff'], True)} |" for p in c["changed_most"]]
+                      f" | {pct(p['diff'], True)} |" for p in c["changed_most"]]
     return "\n".join(lines) + "\n"
 
 
@@ -383,10 +378,10 @@ def print_comparisons(console: Any, comparisons: list[dict[str, Any]]) -> None:
             sure = row.get("clustered") or {"low": row["diff_low"], "high": row["diff_high"]}
             style = "green" if sure["low"] is not None and sure["low"] > 0 else (
                 "red" if sure["high"] is not None and sure["high"] < 0 else "")
-            extra = ([_pct(row["clustered"]["se"]), _clustered_ci(row, signed=False)]
+            extra = ([pct(row["clustered"]["se"]), _clustered_ci(row, signed=False)]
                      if clustered else [])
-            table.add_row(str(row["k"]), _pct(row["a"]["mean"]), _pct(row["b"]["mean"]),
-                          Text(_pct(diff, True), style=style), _pct(row["diff_se"]),
+            table.add_row(str(row["k"]), pct(row["a"]["mean"]), pct(row["b"]["mean"]),
+                          Text(pct(diff, True), style=style), pct(row["diff_se"]),
                           _ci(row["diff_low"], row["diff_high"], signed=False), *extra,
                           f"{row['gained']}/{row['lost']}/{row['tied']}", f"{row['p_sign']:.3g}")
         console.print(table)

@@ -28,6 +28,13 @@ def markdown_table(rows: list[dict[str, Any]], ks: list[int] | tuple[int, ...]) 
     return "\n".join(lines)
 
 
+def pct(x: float | None, signed: bool = False) -> str:
+    """A rate in percent, two decimals ("—" for none; `signed`: with its sign, as a difference)."""
+    if x is None:
+        return "—"
+    return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
+
+
 def format_se(row: Mapping[str, Any], metric: str, digits: int = 2) -> str:
     """`±3.42` (percentage points), or `—` when the row has no standard error."""
     se = row.get(f"{metric}_se")

@@ -34,6 +34,7 @@ from coopcode.code_analysis.patterns import PATTERNS
 from coopcode.core.errors import UserError
 from coopcode.core.run_lock import LOCK_FILE, RunLock
 from coopcode.evaluation import stats
+from coopcode.evaluation.report import pct
 from coopcode.schemes import has_helper
 
 SUMMARIES = "summaries"  # <out>/summaries/<row>.json: what the table was built from
@@ -267,13 +268,6 @@ def _paired(a: Mapping[str, Any], b: Mapping[str, Any], ks: Sequence[int]) -> li
         paired = stats.paired_difference([pa[t][key] for t in shared], [pb[t][key] for t in shared])
         out.append({"k": k, "problems": len(shared), **paired.to_dict()})
     return out
-
-
-def pct(x: float | None, signed: bool = False) -> str:
-    """A rate in percent, two decimals ("—" for none; `signed`: with its sign, as a difference)."""
-    if x is None:
-        return "—"
-    return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
 
 
 def _paired_line(method: str, d: Mapping[str, Any], against: str | None = None) -> str:

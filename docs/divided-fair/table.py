@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from coopcode.evaluation import stats
-from coopcode.paper.table import pct
+from coopcode.evaluation.report import pct
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "divided"))  # the first round's builder, beside its data

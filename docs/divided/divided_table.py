@@ -44,7 +44,8 @@ from typing import Any
 
 from coopcode.code_analysis.copies import main_copies_helper
 from coopcode.evaluation import stats
-from coopcode.paper.table import pass_cell, pct  # the same cells as Table 1
+from coopcode.evaluation.report import pct
+from coopcode.paper.table import pass_cell  # the same cells as Table 1
 from coopcode.schemes import has_helper
 
 REPO = Path(__file__).resolve().parents[2]  # where the benches ran: adapter paths start here
