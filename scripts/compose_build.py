@@ -77,7 +77,10 @@ DOC_EXAMPLES = 10
 
 # -- values from the sandbox ---------------------------------------------------------------
 
-def value_tests(inputs: Sequence[tuple[Any, ...]]) -> str:
+Args = tuple[Any, ...]  # one input: the arguments of one call
+
+
+def value_tests(inputs: Sequence[Args]) -> str:
     """Test source whose case i fails with the repr of candidate(*inputs[i]) as its message."""
     lines = [f"    assert False, repr(candidate({', '.join(repr(a) for a in args)}))"
              for args in inputs]
@@ -95,6 +98,15 @@ def _plain(value: Any) -> bool:
 _NO_VALUE = object()
 
 
+@dataclass(frozen=True)
+class ValueProgram:
+    """A program whose entry point is called on each input in the sandbox (`run_values`)."""
+
+    program: str
+    entry_point: str
+    inputs: Sequence[Args]
+
+
 def record_value(record: TestRecord, *, timed: bool = True) -> Any:
     """The value a `value_tests` case reported, or _NO_VALUE (`timed`: also when it took
     longer than SLOW_SECONDS)."""
@@ -109,19 +121,17 @@ def record_value(record: TestRecord, *, timed: bool = True) -> Any:
     return value
 
 
-def run_values(sandbox: Sandbox, programs: Sequence[tuple[str, str, Sequence[tuple[Any, ...]]]]
-               ) -> list[list[Any]]:
-    """For each (program, entry point, inputs), the value on each input (or _NO_VALUE).
+def run_values(sandbox: Sandbox, programs: Sequence[ValueProgram]) -> list[list[Any]]:
+    """For each program, the value on each of its inputs (or _NO_VALUE).
 
     A case that runs out of time or kills the program spoils the cases after it; they run
     again in a job of their own, that case first, so a case is dropped for time or death
     only when it was first in its job (never for what the cases before it used up)."""
-    results: list[list[Any]] = [[_NO_VALUE] * len(inputs) for _, _, inputs in programs]
-    todo = [(i, 0) for i, (_, _, inputs) in enumerate(programs) if inputs]
+    results: list[list[Any]] = [[_NO_VALUE] * len(p.inputs) for p in programs]
+    todo = [(i, 0) for i, p in enumerate(programs) if p.inputs]
     slow: list[tuple[int, int]] = []  # cases with a value that took over SLOW_SECONDS
     while todo:
-        jobs = [Job(program=programs[i][0], tests=value_tests(programs[i][2][start:]),
-                    entry_point=programs[i][1], timeout=TIMEOUT) for i, start in todo]
+        jobs = [_job(programs[i], programs[i].inputs[start:]) for i, start in todo]
         again = []
         for (i, start), verdict in zip(todo, sandbox.run_many(jobs)):
             if verdict.status == "sandbox_error":  # not the program's doing: no value is lost
@@ -129,7 +139,7 @@ def run_values(sandbox: Sandbox, programs: Sequence[tuple[str, str, Sequence[tup
             for k, record in enumerate(verdict.tests):
                 if record.status == "timeout" or record.error_type == "ProgramDied":
                     rest = start + k + (1 if k == 0 else 0)
-                    if rest < len(programs[i][2]):
+                    if rest < len(programs[i].inputs):
                         again.append((i, rest))
                     break
                 results[i][start + k] = record_value(record)
@@ -140,10 +150,15 @@ def run_values(sandbox: Sandbox, programs: Sequence[tuple[str, str, Sequence[tup
     return results
 
 
+def _job(p: ValueProgram, inputs: Sequence[Args]) -> Job:
+    return Job(program=p.program, tests=value_tests(inputs), entry_point=p.entry_point,
+               timeout=TIMEOUT)
+
+
 SLOW_TRIES = 3  # a slow case is timed alone this many times more; its fastest run decides
 
 
-def _time_again(sandbox: Sandbox, programs: Sequence[tuple[str, str, Sequence[tuple[Any, ...]]]],
+def _time_again(sandbox: Sandbox, programs: Sequence[ValueProgram],
                 slow: list[tuple[int, int]], results: list[list[Any]]) -> None:
     """A case over SLOW_SECONDS is run again alone, up to SLOW_TRIES times, and kept when
     its fastest run is under it: a wall clock on a loaded machine (another job beside the
@@ -151,8 +166,7 @@ def _time_again(sandbox: Sandbox, programs: Sequence[tuple[str, str, Sequence[tu
     for _ in range(SLOW_TRIES):
         if not slow:
             return
-        jobs = [Job(program=programs[i][0], tests=value_tests([programs[i][2][j]]),
-                    entry_point=programs[i][1], timeout=TIMEOUT) for i, j in slow]
+        jobs = [_job(programs[i], [programs[i].inputs[j]]) for i, j in slow]
         still = []
         for (i, j), verdict in zip(slow, sandbox.run_many(jobs)):
             if verdict.status == "sandbox_error":
@@ -206,7 +220,7 @@ class Step:
         return domain is None or domain[0] <= value <= domain[1]
 
 
-def pair_inputs(g: Step, f: Step) -> list[tuple[Any, ...]]:
+def pair_inputs(g: Step, f: Step) -> list[Args]:
     """g's inputs on which g gave a value that f takes."""
     return [args for args, out in zip(g.source.inputs, g.outputs)
             if out is not _NO_VALUE and f.takes(out)]
@@ -215,7 +229,8 @@ def pair_inputs(g: Step, f: Step) -> list[tuple[Any, ...]]:
 def read_steps(sandbox: Sandbox, progress: Callable[[str], None]) -> dict[str, Step]:
     """Every HumanEval problem usable as a step, by task id."""
     sources = [s for s in (read_source(p) for p in load_humaneval("all")) if s is not None]
-    values = run_values(sandbox, [(s.prompt + s.body, s.name, s.inputs) for s in sources])
+    values = run_values(sandbox, [ValueProgram(s.prompt + s.body, s.name, s.inputs)
+                                  for s in sources])
     # The contract's check: g's canonical, renamed aux, passes g's tests with candidate = aux.
     contracts = [contract_of(s) for s in sources]
     verdicts = sandbox.run_many([Job(program=c.program or "", tests=c.tests, entry_point=AUX,
@@ -249,8 +264,28 @@ def _order(inner: str, outer: str) -> str:
     return hashlib.sha256(f"{SALT}{inner}>{outer}".encode()).hexdigest()
 
 
-def whole_cases(inner: Step, inputs: Sequence[tuple[Any, ...]], values: Sequence[Any]
-                ) -> list[tuple[tuple[Any, ...], Any]] | None:
+Case = tuple[Args, Any]  # an input of the whole and its value (what Composition holds)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A pair whose types match, with the inputs of g whose value f takes: tried as a whole."""
+
+    inner: Step
+    outer: Step
+    inputs: list[Args]
+
+
+@dataclass(frozen=True)
+class KeptPair:
+    """A pair kept as a problem, with its whole's cases."""
+
+    inner: Step
+    outer: Step
+    cases: list[Case]
+
+
+def whole_cases(inner: Step, inputs: Sequence[Args], values: Sequence[Any]) -> list[Case] | None:
     """The cases of a whole, or None when it is not worth a problem: fewer than MIN_TESTS
     inputs with a value, one value for all, or an outer step that changes nothing."""
     cases = [(args, value) for args, value in zip(inputs, values) if value is not _NO_VALUE]
@@ -263,33 +298,35 @@ def whole_cases(inner: Step, inputs: Sequence[tuple[Any, ...]], values: Sequence
 
 
 def choose(sandbox: Sandbox, steps: dict[str, Step], split: str,
-           progress: Callable[[str], None]) -> list[tuple[Step, Step, list[Any]]]:
+           progress: Callable[[str], None]) -> list[KeptPair]:
     """The pairs kept for one split, in the order they were kept."""
     ids = [p.task_id for p in load_humaneval(SPLIT_SOURCES[split])]
     pairs = candidate_pairs(steps, ids)
     as_inner: Counter[str] = Counter()
     as_outer: Counter[str] = Counter()
-    kept: list[tuple[Step, Step, list[Any]]] = []
+    kept: list[KeptPair] = []
     i = 0
     while i < len(pairs):
-        batch: list[tuple[Step, Step, list[tuple[Any, ...]]]] = []
+        batch: list[Candidate] = []
         while i < len(pairs) and len(batch) < BATCH:
             g, f = pairs[i]
             inputs = pair_inputs(g, f)
             if as_inner[g.source.task_id] < MAX_USES and as_outer[f.source.task_id] < MAX_USES \
                     and len(inputs) >= MIN_TESTS:
-                batch.append((g, f, inputs))
+                batch.append(Candidate(g, f, inputs))
             i += 1
-        programs = [(_whole_program(g, f), "whole", inputs) for g, f, inputs in batch]
-        for (g, f, inputs), values in zip(batch, run_values(sandbox, programs)):
-            if as_inner[g.source.task_id] >= MAX_USES or as_outer[f.source.task_id] >= MAX_USES:
+        programs = [ValueProgram(_whole_program(c.inner, c.outer), "whole", c.inputs)
+                    for c in batch]
+        for c, values in zip(batch, run_values(sandbox, programs)):
+            inner, outer = c.inner.source.task_id, c.outer.source.task_id
+            if as_inner[inner] >= MAX_USES or as_outer[outer] >= MAX_USES:
                 continue  # an earlier pair of this batch used the source up
-            cases = whole_cases(g, inputs, values)
+            cases = whole_cases(c.inner, c.inputs, values)
             if cases is None:
                 continue
-            as_inner[g.source.task_id] += 1
-            as_outer[f.source.task_id] += 1
-            kept.append((g, f, cases))
+            as_inner[inner] += 1
+            as_outer[outer] += 1
+            kept.append(KeptPair(c.inner, c.outer, cases))
     progress(f"compose:{split}: {len(kept)} problems from {len(pairs)} pairs whose types match "
              f"(sources: humaneval:{SPLIT_SOURCES[split]})")
     return kept
@@ -302,24 +339,25 @@ def _whole_program(g: Step, f: Step) -> str:
 
 # -- step 3: the problems ------------------------------------------------------------------
 
-def compositions(chosen: dict[str, list[tuple[Step, Step, list[Any]]]]) -> dict[str, list[Composition]]:
+def compositions(chosen: dict[str, list[KeptPair]]) -> dict[str, list[Composition]]:
     """Named and written: a name two pairs would share gets _2, _3 in split order."""
     used: Counter[str] = Counter()
     out: dict[str, list[Composition]] = {}
     for split in SPLIT_SOURCES:
         made = []
-        for g, f, cases in chosen[split]:
-            base = composed_name(g.source, f.source)
+        for pair in chosen[split]:
+            g, f, cases = pair.inner.source, pair.outer.source, pair.cases
+            base = composed_name(g, f)
             used[base] += 1
             name = base if used[base] == 1 else f"{base}_{used[base]}"
             shown = examples(cases, name)
             ordered = [cases[i] for i in shown] + [c for i, c in enumerate(cases) if i not in shown]
-            made.append(Composition(g.source, f.source, name, tuple(ordered), len(shown)))
+            made.append(Composition(g, f, name, tuple(ordered), len(shown)))
         out[split] = sorted(made, key=lambda c: c.name)
     return out
 
 
-def examples(cases: Sequence[tuple[tuple[Any, ...], Any]], name: str) -> list[int]:
+def examples(cases: Sequence[Case], name: str) -> list[int]:
     """Which cases a docstring shows (indices, in order): up to MAX_EXAMPLES that read well,
     each with a value not shown yet (three examples that all return 0 teach little), taken
     in the cases' order (g's own examples come first); at least two where two read well."""
