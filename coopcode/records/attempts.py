@@ -28,9 +28,9 @@ class Program:
     syntax_error: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class AgentOutput:
-    """What one agent wrote in one turn."""
+    """What one agent wrote in one turn (as it came back: nothing changes it afterwards)."""
 
     role: str  # a `Role` (coopcode.records.vocabulary)
     turn: int
