@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from coopcode.problems import Problem
-from coopcode.records.vocabulary import Role
 
 SYSTEM = "You are an expert Python programmer. You write correct, simple, efficient code."
 CODE_FENCE = "```python\n"
@@ -26,7 +25,7 @@ CHAT_STOP = ("```", "\nprint(", "\nassert ", "\nif __name__", "\n# Test", "\n# E
 COMPLETION_STOP = ("\ndef ", "\nclass ", "\nif __name__", "\nprint(", "\n#", "\nassert ", "\n```")
 HELPER_NAME = "aux"
 
-ROLES = (Role.SINGLE, Role.HELPER, Role.MAIN)
+ROLES = ("single", "helper", "main")
 
 
 @dataclass(frozen=True)
@@ -94,12 +93,11 @@ def revision_message(role: str, previous_code: str, feedback: str, peer_code: st
         f"Your teammate's current code:\n\n```python\n{peer_code.rstrip()}\n```\n\n"
         if peer_code and peer_code.strip() else ""
     )
-    asks: dict[str, str] = {
-        Role.HELPER: f"Revise your helper `{HELPER_NAME}`",
-        Role.MAIN: "Revise your function",
-        Role.SINGLE: "Revise your function",
-    }
-    what = asks[role]
+    what = {
+        "helper": f"Revise your helper `{HELPER_NAME}`",
+        "main": "Revise your function",
+        "single": "Revise your function",
+    }[role]
     return (
         f"Your code:\n\n```python\n{previous_code.rstrip()}\n```\n\n{peer}"
         f"Running the combined program on the public examples gave:\n\n{feedback.rstrip()}\n\n"
