@@ -55,7 +55,7 @@ out = make_console()
 err = make_console(stderr=True)
 
 
-# -- coopcode --version (issue 42) ---------------------------------------------------------
+# -- coopcode --version --------------------------------------------------------------------
 
 def _version(value: bool) -> None:
     if value:
@@ -86,7 +86,8 @@ def _warn(message: str) -> None:
 
 
 def _log_events(emit: Any) -> Any:
-    """A progress callback that emits each message as a log event (issue 42)."""
+    """A progress callback that emits each message as a log event, so that a program following
+    the events (the TUI) sees what loading says."""
     from coopcode.core.events import Log
 
     return lambda message: emit(Log(message=message))
@@ -222,15 +223,15 @@ def bench(
     check_output_folder(folder)
     RunLock.check_free(folder, "bench run")
     summary_dict = _finished_bench(config, probs, folder, model.model, chosen, engine_config)
-    if summary_dict is not None:  # issue 42: a finished run is printed, no model loaded
+    if summary_dict is not None:  # finished: printed, with no model loaded for nothing
         err.print(f"[dim]{folder}: already complete, nothing to run (no model loaded)[/]")
         _print_bench(summary_dict, folder, as_json.as_json, events.events is not None)
         return
     quiet = as_json.as_json or events.events is not None
     render = LogPrinter(err) if quiet else BenchProgress(err)
     emit = _emitter(events, render)
-    # issue 42: with --events, what loading says and each sample's tokens go out as events
-    # (a program following the bench, the TUI, shows them; the terminal view does not).
+    # With --events, what loading says and each sample's tokens go out as events: a program
+    # following the bench (the TUI) shows them; the terminal view does not.
     streaming = events.events is not None
     with open_agents(model.model, chosen.helper, chosen.main,
                      progress=_log_events(emit) if streaming else _progress,
@@ -248,7 +249,7 @@ def bench(
 
 def _print_bench(summary: dict[str, Any], folder: Path, as_json: bool, events: bool) -> None:
     """A bench's summary as text (or JSON): the table, each row's reward and, for a pair,
-    its cooperation rates (summary.json's: issue 42)."""
+    its cooperation rates (summary.json's, so what is printed is what the run recorded)."""
     from coopcode.display.render import bench_table, cooperation_rates
     from coopcode.rewards import format_terms
 

@@ -21,7 +21,7 @@ The bench's summaries, `evaluate`, the rewards, training's metrics and guards, a
 all read these, so a figure means the same thing wherever it is shown. A recorded sample
 carries `"cooperation": {"patterns": [...], "own_work": bool, "helper_solves": bool,
 "both_needed": bool or null}`;
-`cooperation_of(record)` reads it back (and reads records written before it).
+`cooperation_of(record)` reads it back (a record without it is read from its code).
 """
 
 from __future__ import annotations
@@ -74,14 +74,15 @@ def analyse_cooperation(helper_code: str, main_code: str, entry_point: str = "",
 
 
 def describe_cooperation(main_code: str, helper_code: str, entry_point: str = "") -> Cooperation:
-    """`analyse_cooperation` with main's code first (the TUI's older call)."""
+    """`analyse_cooperation` with main's code first: the argument order of the name
+    `coopcode` exports."""
     return analyse_cooperation(helper_code, main_code, entry_point)
 
 
 def cooperation_of(record: Mapping[str, Any]) -> Cooperation:
     """A recorded pair sample's cooperation: the syntax-tree measures computed from its code
-    (cheap, and the same for records of any age), `helper_solves` as recorded (None when the
-    record is from before it was measured)."""
+    (cheap, and the same whatever else the record holds), `helper_solves` as recorded (None
+    where the record does not say)."""
     found = record.get("cooperation")
     solves = found.get("helper_solves") if isinstance(found, Mapping) else None
     needed = found.get("both_needed") if isinstance(found, Mapping) else None

@@ -30,9 +30,8 @@ with an example (`aux` is the helper's function, `f` the entry point):
   `filter`; tests that make a fallback are not counted again.
 
 Programs with no helper function, or code that does not parse, get no pattern ([]).
-Records written before the patterns existed are classified from their `helper_code` and
-`main_code`; the entry point is guessed as main's one function the helper does not define
-when it is not given.
+A record without patterns is classified from its `helper_code` and `main_code`; the entry
+point is guessed as main's one function the helper does not define when it is not given.
 
 The patterns name the shape of main's code; they do not say whether the pair split the work
 (a `decorator` is as often a one-expression shell around a helper that wrote the whole
@@ -71,7 +70,7 @@ def main_scope(main: ast.Module, helpers: set[str], entry_point: str) -> list[as
     own = {name: fn for name, fn in top_functions(main).items() if name not in helpers}
     entry = own.get(entry_point)
     if entry is None and len(own) == 1:
-        entry = next(iter(own.values()))  # records from before entry points were recorded
+        entry = next(iter(own.values()))  # a record without its entry point: main's one function
     if entry is None:
         return [main]
     return reached(entry, own)

@@ -172,7 +172,7 @@ def _both_needed(coop: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 def print_solve_plain(console: Console, result: dict[str, Any]) -> None:
     """`coopcode solve | less`: each part under a `# title` line, the code as written, one
     line per test, the verdict. No box, no padding: panels laid out at the pipe's width
-    came out as 200-column lines of spaces (issue 55)."""
+    came out as 200-column lines of spaces."""
     verdict = result.get("verdict") or {}
     scheme = result["scheme"]
     lines: list[str] = []

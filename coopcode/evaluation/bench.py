@@ -223,7 +223,8 @@ def sample_record(attempt: Any, problem: Problem, engine: Engine, helper_path: s
         "helper_adapter": helper_path,
         "main_adapter": main_path,
         "entry_point": problem.entry_point,
-        # kept for readers of records written before `cooperation`
+        # the coarse measure (a call at all) that the rate of this name and Table 2 count;
+        # `cooperation` holds the finer ones
         "main_calls_helper": main_calls_helper(attempt.main_code, attempt.helper_code),
         "finished_at": time.time(),
     })
@@ -420,9 +421,9 @@ def finished_summary(config: BenchConfig, problems: list[Problem], out: Path, *,
                      model_fingerprint: str, helper_path: str | None, main_path: str | None,
                      deterministic: bool = False) -> dict[str, Any] | None:
     """The summary of the run in `out` when it is this very run and already complete, so
-    that rerunning a finished bench loads no model (issue 42: 22 s to do nothing); None
-    when anything is left to do or cannot be told without the engine (the run then goes the
-    usual way: it resumes, or refuses other settings)."""
+    that rerunning a finished bench loads no model (22 s on the embedded one, to do
+    nothing); None when anything is left to do or cannot be told without the engine (the run
+    then goes the usual way: it resumes, or refuses other settings)."""
     meta_path, summary_path, samples_path = out / "meta.json", out / "summary.json", out / "samples.jsonl"
     try:
         meta = json.loads(meta_path.read_text())

@@ -192,7 +192,7 @@ def load_run(spec: str, n: int | None = None) -> Run:
 
 def summarize_folder(folder: Path) -> Any:
     """A results folder's BenchSummary recomputed from its samples (intervals and patterns
-    included, also for folders written before they existed); nothing is written."""
+    included, also for folders whose summary.json lacks them); nothing is written."""
     from dataclasses import fields
 
     from coopcode.evaluation.bench import BenchConfig, summarize

@@ -43,7 +43,7 @@ def format_se(row: Mapping[str, Any], metric: str, digits: int = 2) -> str:
 
 def format_ci(row: Mapping[str, Any], metric: str, digits: int = 2, compact: bool = False) -> str:
     """`[17.70, 31.30]` (percent; `compact`: `17.7–31.3`), or `—` (fewer than two problems,
-    or a summary written before intervals)."""
+    or a summary without intervals)."""
     ci = row.get(f"{metric}_ci")
     if not isinstance(ci, list | tuple) or len(ci) != 2:
         return "—"
@@ -65,8 +65,8 @@ def interval_table(rows: list[dict[str, Any]], ks: Sequence[int]) -> str:
 
 
 def cooperation_rate_table(rows: list[dict[str, Any]]) -> str:
-    """Method rows with the pair's cooperation rates summary.json holds (issue 42: the
-    report left them out); '' when no row is a pair."""
+    """Method rows with the pair's cooperation rates summary.json holds, so the report shows
+    what the run measured beside pass@k; '' when no row is a pair."""
     keys = ("main_calls_helper_rate", "uses_helper_rate", "own_work_rate", "shell_rate",
             "helper_solves_rate", "both_needed_rate")
     rows = [r for r in rows if r.get("own_work_rate") is not None]

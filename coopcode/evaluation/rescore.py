@@ -5,8 +5,9 @@ alone) again, writes the new verdict, reward and cooperation into each record of
 samples file (samples.jsonl, or samples.jsonl.gz as committed copies keep them; every other
 field as it was), rewrites summary.json and report.md when the run has them, notes the
 re-scoring in meta.json, and lists every sample whose verdict changed. A sample keeps the
-reward it was scored with. Used when the sandbox's verdicts were mended (BENCHMARKS.md,
-"Verdicts exactly as Python gives them").
+reward it was scored with. So when the sandbox's verdicts are mended (BENCHMARKS.md,
+"Verdicts exactly as Python gives them"), committed runs are judged as the sandbox judges now
+without sampling them again.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def judged_fields(j: Judgement) -> dict[str, Any]:
 
 
 def _moved(old: Any, new: Any) -> bool:
-    """A recorded cooperation that the new one contradicts (fields measured since it was
-    recorded, such as `both_needed`, are additions, not changes)."""
+    """A recorded cooperation that the new one contradicts (fields the record lacks, such
+    as `both_needed`, are additions, not changes)."""
     if not isinstance(old, dict) or not isinstance(new, dict):
         return bool(old != new)
     return any(new.get(k) != v for k, v in old.items())

@@ -7,13 +7,14 @@ words, its `>>>` examples left out), examples of the whole, tests of the whole, 
 solution, and the contract for the helper: g's signature and docstring with g's name
 replaced by `aux`, g's tests, g's canonical body.
 
-Every scheme is shown the same statement of the task (issue 53): aux's part in the prompt is
-the contract's docstring word for word, so a single agent reads what the helper's contract
-and main's stub show, aux's examples included (HumanEval's own statement of the inner step,
-which a small model leans on). f's examples stay out for everyone: they call f on f's own
-inputs, not on the whole's; the whole's examples are shown instead, and they alone are the
-public examples (`aux(...)` lines are not calls of the entry point, so
-`coopcode.problems.examples` never turns them into tests of it).
+Every scheme is shown the same statement of the task, so that comparing schemes compares the
+schemes, not what they were told: aux's part in the prompt is the contract's docstring word
+for word, so a single agent reads what the helper's contract and main's stub show, aux's
+examples included (HumanEval's own statement of the inner step, which a small model leans
+on). f's examples stay out for everyone: they call f on f's own inputs, not on the
+whole's; the whole's examples are shown instead, and they alone are the public examples
+(`aux(...)` lines are not calls of the entry point, so `coopcode.problems.examples` never
+turns them into tests of it).
 
 Pure text and `ast`: nothing here runs dataset code. The values (what g returns, what the
 whole returns) come from the sandbox (scripts/compose_build.py).

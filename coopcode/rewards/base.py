@@ -194,8 +194,8 @@ def format_terms(reward: Mapping[str, Any], digits: int = 2) -> str:
 def record_reward(record: Mapping[str, Any], name: str | None = None) -> RewardBreakdown:
     """A recorded sample's reward under the reward `name` (None: the default for its scheme):
     the recorded breakdown when it was scored with that reward, else scored again from the
-    recorded code and verdict (no sampling, no execution). Records from before rewards had
-    names were scored with their scheme's default."""
+    recorded code and verdict (no sampling, no execution). A record without a `reward_name`
+    was scored with its scheme's default."""
     scheme = str(record.get("scheme") or "sequential")
     reward = resolve_reward(name, scheme)
     recorded = record.get("reward")

@@ -33,10 +33,10 @@ and a pair can earn 2.2 alike, and the canonical solution earns 2.2 either way. 
 agent that writes no aux gets no helper terms, and `main_tests` is the share of the tests
 it passes: with no aux to replace, its function is its whole answer (at most 1.1). On a
 problem without a contract a single agent gets `main_syntax` + the share of the tests it
-passes (at most 1.1), as before.
+passes (at most 1.1).
 
-Records judged before parts were (no `*_well_formed` in their checks) keep the old syntax
-terms (the code parses), so a committed run scored again scores as it did.
+Records whose checks hold no `*_well_formed` take the syntax terms from whether the code
+parses, so a committed run scored again scores as it did.
 
 Orderings it guarantees (tests/test_divided_work.py and tests/test_reward_own.py check each
 on programs run in the sandbox): a correct helper outranks a broken one whatever main does;
@@ -64,8 +64,8 @@ def _share(inp: RewardInput) -> float:
 
 
 def _credit(well_formed: bool | None, parses: bool) -> float:
-    """The syntax term: the part well formed; in records from before parts were judged, the
-    code parses."""
+    """The syntax term: the part well formed; where the checks do not say, the code
+    parses."""
     return SYNTAX if (well_formed if well_formed is not None else parses) else 0.0
 
 

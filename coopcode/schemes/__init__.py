@@ -77,8 +77,8 @@ def trainable_scheme_names() -> tuple[str, ...]:
 
 
 def has_helper(name: str) -> bool:
-    """Whether scheme `name` has a helper agent (its roles say; a scheme this version does
-    not know, read from an older run's records, is taken to have one)."""
+    """Whether scheme `name` has a helper agent (its roles say; a scheme not registered
+    here, read from a run's records, is taken to have one)."""
     cls = SCHEME_TYPES.get(name)
     return cls is None or cls.has_helper()
 

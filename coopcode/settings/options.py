@@ -336,7 +336,7 @@ def _cli_parameter(opt: Option, panel: str | None = None) -> inspect.Parameter:
 
 @functools.cache
 def _plain_help() -> None:
-    """`--help` without type noise (issue 42), patched once on typer's parameter classes:
+    """`--help` without type noise, patched once on typer's parameter classes:
     on/off flags show no value type (typer printed `<bool>` beside flags it makes itself,
     `--help`); an argument reads as its name in capitals, `PROBLEM` (typer printed
     `{problem}` and `<str>`), `[NAME]` when it may be left out."""

@@ -394,8 +394,8 @@ class TransformersEngine(Engine):
 @contextlib.contextmanager
 def quiet_peft() -> Iterator[None]:
     """PEFT asks the base model `is_gradient_checkpointing`, which transformers 5 deprecates:
-    a FutureWarning on every adapter load that no user can act on (issue 42). Only that
-    warning is silenced."""
+    a FutureWarning on every adapter load that no user can act on. Only that warning is
+    silenced."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*",
                                 category=FutureWarning)
