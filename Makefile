@@ -57,7 +57,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 test: image model tools vllm-env
-	$(PY) -m pytest -q tests --durations=30
+	$(PY) -m pytest -q tests --durations=30 --junitxml=runs/test-report.xml
 
 test-fast: setup
 	$(PY) -m pytest -q tests -m "not slow and not model"
