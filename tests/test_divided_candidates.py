@@ -731,9 +731,7 @@ def test_seed_1s_bench_twenty_samples_read_by_hand_and_the_goals_verdict_are_cou
     committed file's order, random.Random(13)), and seed 0's pair against that warm start."""
     from _experiments import load
 
-    from coopcode.paper.table import _paired
-
-    row_figures = load("docs/divided/divided_table.py").row_figures
+    divided = load("docs/divided/divided_table.py")
 
     final = REPO / "docs" / "divided" / "final"
     records = [json.loads(line) for line in gzip.open(final / "magrpo-seed1" / "samples.jsonl.gz", "rt")]
@@ -762,14 +760,14 @@ def test_seed_1s_bench_twenty_samples_read_by_hand_and_the_goals_verdict_are_cou
     assert quoted["fibfib_of_can_arrange"]["agents"]["main_with_reference"] == 1.0
     assert quoted["anti_shuffle_of_solve"]["agents"]["helper_contract"] == 1.0
     assert "aux(" not in quoted["count_up_to_of_fruit_distribution"]["main_code"]
-    seed_0, warm = row_figures(final / "magrpo"), row_figures(final / "magrpo-seed1")
-    one, ten = _paired(warm, seed_0, (1, 10))
+    seed_0, warm = divided.row_figures(final / "magrpo"), divided.row_figures(final / "magrpo-seed1")
+    one, ten = (d.to_json() for d in divided.pair_rows(warm, seed_0, (1, 10)))
     assert round(100 * one["diff_mean"], 2) == 10.80
     assert [round(100 * one[k], 2) for k in ("diff_low", "diff_high")] == [6.32, 15.27]
     assert (one["gained"], one["lost"]) == (38, 8)
     assert [round(100 * ten[k], 2) for k in ("diff_mean", "diff_low", "diff_high")] == [6.82, -3.24, 16.87]
-    assert [round(100 * f["profile"]["helper_contract"]["rate"], 1) for f in (warm, seed_0)] == [34.4, 53.5]
-    assert [round(100 * f["profile"]["main_with_reference"]["rate"], 1) for f in (warm, seed_0)] == [35.3, 38.0]
+    assert [round(100 * f.profile.helper_contract.rate, 1) for f in (warm, seed_0)] == [34.4, 53.5]
+    assert [round(100 * f.profile.main_with_reference.rate, 1) for f in (warm, seed_0)] == [35.3, 38.0]
     text = _benchmarks_text()
     assert "both halves right 83, only aux right 220, only main's half right 228, neither 349" in text
     assert "**2 pass; 17 of the 20 have main write the inner function" in text

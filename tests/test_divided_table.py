@@ -8,8 +8,8 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -171,7 +171,8 @@ def test_trained_rows_are_paired_with_every_baseline_grpo_and_their_own_main(tmp
     for key in ("single", "contract", "magrpo", "magrpo-main", "grpo"):
         spec = next(r for r in divided.ROWS if r.key == key)
         shutil.copytree(source, tmp_path / spec.folder)
-    table = divided.build_table(tmp_path, ks=(1, 10))
+    built = divided.build_table(tmp_path, ks=(1, 10))
+    table = built.to_json()  # what table.json would hold
     pairs = [(c["row"], c["against"]) for c in table["comparisons"]]
     assert pairs == [("magrpo", "single"), ("magrpo", "contract"), ("magrpo", "grpo"),
                      ("magrpo", "magrpo-main"), ("magrpo-main", "single"),
@@ -193,7 +194,7 @@ def test_trained_rows_are_paired_with_every_baseline_grpo_and_their_own_main(tmp
     assert goal["row"] == "magrpo" and not goal["met"]
     assert [(p["against"], p["diff"], p["met"]) for p in goal["against"]] == [
         ("single", 0.0, False), ("contract", 0.0, False), ("grpo", 0.0, False)]
-    text = divided.render_markdown(table)
+    text = divided.render_markdown(built)
     assert "Met by 0 of the 1 trained pairs benched." in text
     assert text.count("not run yet") == 4 * 2
     assert "| Method | Pass@1 [95% CI] | Pass@1 source-clustered 95% CI | Pass@10 [95% CI] |" in text
@@ -202,40 +203,49 @@ def test_trained_rows_are_paired_with_every_baseline_grpo_and_their_own_main(tmp
 
 
 def test_the_goal_is_met_only_when_every_interval_is_above_0_and_half_need_both() -> None:
-    def paired(against: str, low: float | None) -> dict[str, Any]:
-        return {"row": "magrpo", "against": against, "against_method": against,
-                "per_k": [{"k": 1, "diff_mean": 0.1, "diff_low": low, "diff_high": 0.2}]}
+    def paired(against: str, low: float | None,
+               clustered: stats.ClusteredEstimate | None = None) -> divided.Pairing:
+        diff = stats.PairedDifference(stats.Estimate(0.1, None, low, 0.2, 88), 0, 0, 88, 1.0,
+                                      clustered)
+        return divided.Pairing("magrpo", "pair", against, against, (divided.PairedAt(1, 88, diff),))
 
-    def row(count: int, of: int) -> dict[str, Any]:
-        return {"row": "magrpo", "method": "pair", "run": True, "trained": True,
-                "scheme": "contract", "profile": {"both_needed": {"count": count, "of": of}}}
+    def row(count: int, of: int) -> divided.RowEntry:
+        nothing = divided.Share(0, 0)
+        profile = divided.SampleProfile(nothing, nothing, nothing, nothing, nothing,
+                                        divided.Share(count, of))
+        figures = divided.RowFigures(problems=88, samples=880, n=10,
+                                     time=divided.BenchTime(None, None, None), profile=profile,
+                                     adapter_step=None, pass_at={}, per_problem={}, sources={})
+        spec = divided.DividedRow("magrpo", "pair", "contract", "final/magrpo", trained=True)
+        return divided.RowEntry(spec, figures)
 
     every = [paired(a, 0.01) for a in divided.GOAL_AGAINST]
-    assert divided.goal_checks([row(5, 10)], every)[0]["met"]
-    assert not divided.goal_checks([row(4, 10)], every)[0]["met"]  # under half need both
-    assert not divided.goal_checks([row(0, 0)], every)[0]["met"]  # nothing passes
+    assert divided.goal_checks([row(5, 10)], every)[0].met
+    assert not divided.goal_checks([row(4, 10)], every)[0].met  # under half need both
+    assert not divided.goal_checks([row(0, 0)], every)[0].met  # nothing passes
     one_touches_0 = [*every[:2], paired("grpo", 0.0)]
     got = divided.goal_checks([row(10, 10)], one_touches_0)[0]
-    assert [p["met"] for p in got["against"]] == [True, True, False] and not got["met"]
+    assert [p.met for p in got.against] == [True, True, False] and not got.met
     missing = divided.goal_checks([row(10, 10)], every[:2])[0]  # no GRPO row benched
-    assert missing["against"][2]["diff"] is None and not missing["met"]
+    assert missing.against[2].diff is None and not missing.met
     # with a source-clustered interval, the goal is judged by it: per problem above 0 is not
     # enough when the problems share sources
-    def clustered(against: str, low: float) -> dict[str, Any]:
-        c = paired(against, 0.01)
-        c["per_k"][0]["clustered"] = {"mean": 0.1, "low": low, "high": 0.3, "clusters": 36}
-        return c
+    def clustered(against: str, low: float) -> divided.Pairing:
+        return paired(against, 0.01, stats.ClusteredEstimate(0.1, None, low, 0.3, 88, 36))
 
     wide = [clustered("single", 0.02), clustered("contract", 0.02), clustered("grpo", -0.01)]
     got = divided.goal_checks([row(10, 10)], wide)[0]
-    assert [p["met"] for p in got["against"]] == [True, True, False] and not got["met"]
-    assert [p["met_per_problem"] for p in got["against"]] == [True, True, True]
-    assert got["against"][2]["ci"] == [0.01, 0.2] and got["against"][2]["ci_clustered"] == [-0.01, 0.3]
-    text = divided.render_markdown({"ks": [1], "rows": [], "comparisons": [], "goal": [got],
-                                    "interval": {"level": 0.95, "method": "m"}})
+    assert [p.met for p in got.against] == [True, True, False] and not got.met
+    assert [p.met_per_problem for p in got.against] == [True, True, True]
+    part = got.to_json()["against"][2]  # as table.json holds it
+    assert part["ci"] == [0.01, 0.2] and part["ci_clustered"] == [-0.01, 0.3]
+    text = divided.render_markdown(divided.DividedTable(
+        ks=(1,), rows=(), comparisons=(), goal=(got,), humaneval=divided.CarryOver((), ()),
+        interval=divided.Intervals(0.95, "m", "", 0)))
     assert "+10.00 [+1.00, +20.00], clustered [-1.00, +30.00] not met" in text
-    untrained = {**row(10, 10), "trained": False}
-    single = {**row(10, 10), "scheme": "single"}
+    pair = row(10, 10)
+    untrained = replace(pair, spec=replace(pair.spec, trained=False))
+    single = replace(pair, spec=replace(pair.spec, scheme="single"))
     assert divided.goal_checks([untrained, single], every) == []
 
 
@@ -254,7 +264,7 @@ def test_the_sample_profile_counts_what_each_record_says() -> None:
          "agents": {"helper_contract": None, "main_with_reference": 0.0},
          "cooperation": {"both_needed": None, "helper_solves": True}},
     ]
-    got = {k: (v["count"], v["of"]) for k, v in divided.sample_profile(records).items()}
+    got = {k: (v["count"], v["of"]) for k, v in divided.sample_profile(records).to_json().items()}
     assert got == {"main_calls_aux": (1, 3), "helper_contract": (1, 3),
                    "main_with_reference": (2, 3), "helper_solves": (1, 3),
                    "main_copies_helper": (1, 3), "both_needed": (1, 2)}
@@ -268,14 +278,15 @@ def test_trained_main_agents_on_humaneval_are_paired_with_the_untrained_single_m
     baseline = REPO / "docs" / "coop" / "samples" / "single"
     shutil.copytree(baseline, root / divided.HUMANEVAL_ROWS[0].folder)
     shutil.copytree(baseline, root / "humaneval" / "grpo")
-    table = divided.build_table(root, ks=(1, 10))
+    built = divided.build_table(root, ks=(1, 10))
+    table = built.to_json()  # what table.json would hold
     he = table["humaneval"]
     assert [(c["row"], c["against"]) for c in he["comparisons"]] == [("he-grpo", "he-single")]
     for d in he["comparisons"][0]["per_k"]:
         assert d["diff_mean"] == 0.0 and d["tied"] == 40
         assert "clustered" not in d  # HumanEval's problems have no sources
     assert [e["row"] for e in he["rows"] if not e["run"]] == ["he-magrpo", "he-magrpo-seed1"]
-    text = divided.render_markdown(table)
+    text = divided.render_markdown(built)
     assert "Carried over: each trained main agent alone" in text
     assert "| Single agent trained with GRPO | Single model (untrained) | 1 | +0.00 |" in text
     # with no trained row there yet, the section is left out
@@ -284,7 +295,9 @@ def test_trained_main_agents_on_humaneval_are_paired_with_the_untrained_single_m
 
 
 def test_wall_time_is_a_lower_bound_where_a_session_left_no_time() -> None:
-    wall = divided._wall
+    def wall(meta: dict) -> str:  # the cell of a bench whose meta.json holds `meta`
+        return divided.BenchTime.from_meta(meta).cell
+
     assert wall({"wall_seconds": 660, "sessions": 1}) == "11 min"
     assert wall({"wall_seconds": 660, "sessions": 3}) == "11 min (3 sessions)"  # not counted
     assert wall({"wall_seconds": 660, "sessions": 3, "timed_sessions": 3}) == "11 min (3 sessions)"
@@ -301,7 +314,8 @@ def test_a_trained_row_names_the_step_its_adapters_are_at() -> None:
     assert steps["grpo"][:2] == [0, 135] and steps["single"] is None
     manifest = json.loads((REPO / "checkpoints" / "compose-grpo-0.5b" / "manifest.json").read_text())
     assert [manifest["step"], manifest["total_steps"]] == [0, 135]
-    assert divided.adapter_step("checkpoints/compose-grpo-0.5b/main") == [0, 135, 135]
+    assert divided.adapter_step("checkpoints/compose-grpo-0.5b/main") == divided.AdapterStep(
+        0, 135, 135)
     assert divided.adapter_step("checkpoints/compose-sft-solo-0.5b/main") is None  # SFT
     assert divided.adapter_step("checkpoints/no-such-run") is None
     assert "| Single agent trained with GRPO (step 0 of 135) | 9.43 [5.72, 13.14] |" in (
@@ -317,6 +331,6 @@ def test_a_run_stopped_early_says_where_it_stopped(tmp_path: Path) -> None:
     shutil.copytree(REPO / "checkpoints" / "compose-grpo-0.5b", run)
     lines = (run / "metrics.jsonl").read_text().splitlines()
     (run / "metrics.jsonl").write_text("\n".join(line for line in lines if json.loads(line)["step"] <= 45) + "\n")
-    assert divided.adapter_step(str(run / "main")) == [0, 135, 45]
-    assert divided._step_label([0, 135, 45]) == " (step 0; stopped at 45 of 135)"
-    assert divided._step_label([0, 135, 135]) == divided._step_label([0, 135]) == " (step 0 of 135)"
+    assert divided.adapter_step(str(run / "main")) == divided.AdapterStep(0, 135, 45)
+    assert divided.AdapterStep(0, 135, 45).label == " (step 0; stopped at 45 of 135)"
+    assert divided.AdapterStep(0, 135, 135).label == " (step 0 of 135)"

@@ -281,12 +281,16 @@ def _number(x: Any, form: str) -> str:
     return form.format(x) if isinstance(x, int | float) else "—"
 
 
-def pass_cell(entry: Mapping[str, Any], k: int) -> str:
-    """A row's pass@k cell: the percentage and its interval, "35.25 [23.46, 47.04]"."""
-    value, ci = entry.get(f"pass@{k}"), entry.get(f"pass@{k}_ci")
+def estimate_cell(value: float | None, ci: Sequence[float | None] | None) -> str:
+    """A rate and its interval in percent, "35.25 [23.46, 47.04]" ("—" for none)."""
     if value is None:
         return "—"
     return f"{pct(value)} [{pct(ci[0])}, {pct(ci[1])}]" if ci else pct(value)
+
+
+def pass_cell(entry: Mapping[str, Any], k: int) -> str:
+    """A row's pass@k cell: the percentage and its interval, "35.25 [23.46, 47.04]"."""
+    return estimate_cell(entry.get(f"pass@{k}"), entry.get(f"pass@{k}_ci"))
 
 
 def render_markdown(table: Mapping[str, Any]) -> str:

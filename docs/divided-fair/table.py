@@ -37,6 +37,7 @@ from coopcode.evaluation.report import pct
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "divided"))  # the first round's builder, beside its data
+from divided_records import Interval, RowFigures  # noqa: E402
 from divided_table import row_figures  # noqa: E402
 
 KS = (1, 10)
@@ -73,8 +74,8 @@ def _paired(a: Mapping[str, Any], b: Mapping[str, Any], k: int,
     return out
 
 
-def _per_problem(figures: Mapping[str, Any], k: int) -> dict[str, float]:
-    return {t: p[f"pass@{k}"] for t, p in figures["per_problem"].items()}
+def _listed(ci: Interval | None) -> list[float] | None:
+    return None if ci is None else list(ci)
 
 
 def _mean_over(found: Sequence[Mapping[str, float]]) -> dict[str, float]:
@@ -114,29 +115,29 @@ def kept_record(run: Path) -> dict[str, Any] | None:
 
 def build_table(root: Path = HERE) -> dict[str, Any]:
     """The whole table as JSON: rows, pairings, means over seeds, the goal's parts."""
-    figures: dict[str, dict[str, Any]] = {}
+    figures: dict[str, RowFigures] = {}
     listed = []
     for key, folder, what in rows():
         path = root / folder
         if (path / "meta.json").exists():
             figures[key] = row_figures(path, KS)
             f = figures[key]
-            listed.append({"row": key, "what": what, "problems": f["problems"],
-                           "samples": f["samples"],
-                           **{f"pass@{k}": f[f"pass@{k}"] for k in KS},
-                           **{f"pass@{k}_ci": f[f"pass@{k}_ci"] for k in KS},
-                           **{f"pass@{k}_ci_clustered": f.get(f"pass@{k}_ci_clustered")
+            listed.append({"row": key, "what": what, "problems": f.problems,
+                           "samples": f.samples,
+                           **{f"pass@{k}": f.pass_at[k].mean for k in KS},
+                           **{f"pass@{k}_ci": _listed(f.pass_at[k].ci) for k in KS},
+                           **{f"pass@{k}_ci_clustered": _listed(f.pass_at[k].ci_clustered)
                               for k in KS}})
         else:
             listed.append({"row": key, "what": what, "not_run": True})
     sources: dict[str, Sequence[str]] = {}
     for f in figures.values():
-        sources.update(f.get("sources") or {})
+        sources.update(f.sources)
 
     def pair(a: str, b: str, k: int, pa: Mapping[str, float] | None = None,
              pb: Mapping[str, float] | None = None) -> dict[str, Any] | None:
-        pa = pa if pa is not None else (_per_problem(figures[a], k) if a in figures else None)
-        pb = pb if pb is not None else (_per_problem(figures[b], k) if b in figures else None)
+        pa = pa if pa is not None else (figures[a].by_problem(k) if a in figures else None)
+        pb = pb if pb is not None else (figures[b].by_problem(k) if b in figures else None)
         if pa is None or pb is None:
             return None
         got = _paired(pa, pb, k, sources)
@@ -158,7 +159,7 @@ def build_table(root: Path = HERE) -> dict[str, Any]:
             continue
         means[algo] = {"seeds": benched}
         for k in KS:
-            m = _mean_over([_per_problem(figures[f"{algo}-seed{s}"], k) for s in benched])
+            m = _mean_over([figures[f"{algo}-seed{s}"].by_problem(k) for s in benched])
             per_mean[(algo, k)] = m
             est = stats.mean_interval(list(m.values()))
             cl = stats.clustered_mean_interval(list(m.values()),

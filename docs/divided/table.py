@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 def main() -> int:
     table = build_table(HERE)
     text = render_markdown(table)
-    data = json.dumps(table, indent=1) + "\n"
+    data = json.dumps(table.to_json(), indent=1) + "\n"
     if "--check" in sys.argv[1:]:
         same = (HERE / "table.md").read_text() == text and (HERE / "table.json").read_text() == data
         print("table.md and table.json are what the samples give" if same else
