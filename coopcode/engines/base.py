@@ -164,6 +164,13 @@ class Engine(ABC):
         """Loaded adapters: name -> path."""
         return {}
 
+    def encode(self, text: str) -> list[int]:
+        """Token ids of a rendered prompt, as the engine tokenizes it to generate (training
+        scores completions against these ids)."""
+        raise NotImplementedError(f"the {self.name} engine ({type(self).__name__}) does not "
+                                  "give token ids, which training needs: train with an "
+                                  "engine that implements encode")
+
     def count_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from coopcode.core.errors import UserError
+from coopcode.engines import Engine
 from coopcode.problems import load_problems
 from coopcode.schemes import PromptBook, get_scheme
 from coopcode.training import TrainConfig, train
@@ -94,6 +95,27 @@ def test_each_agent_learns_on_the_prompt_its_scheme_gives_it(examples_file: Path
             (single,) = targets
             assert single.role == "single" and single.prompt == book.first(problem, "single").text
             assert "def aux(" in single.text
+
+
+class NoTokenIds(Engine):
+    """An engine that renders chats but has no tokenizer (a new engine before its `encode`)."""
+
+    name = "no-ids"
+
+    def generate(self, requests: Any, on_delta: Any = None, cancel: Any = None) -> Any:
+        return [[] for _ in requests]
+
+    def render_chat(self, messages: list[dict[str, str]]) -> str:
+        return "".join(f"<|{m['role']}|>\n{m['content']}\n" for m in messages) + "<|assistant|>\n"
+
+
+def test_an_engine_without_token_ids_is_named_when_a_warm_start_needs_them(
+        examples_file: Path) -> None:
+    scheme = get_scheme("single")
+    with pytest.raises(NotImplementedError, match=r"the no-ids engine \(NoTokenIds\) does not give "
+                                                  "token ids, which training needs"):
+        render_targets(load_examples(str(examples_file), FIRST, scheme)[:1], FIRST, scheme,
+                       NoTokenIds())
 
 
 def test_the_sft_step_lowers_the_loss_on_its_data_and_rl_starts_from_it(

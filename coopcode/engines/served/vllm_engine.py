@@ -71,6 +71,9 @@ class VLLMEngine(Engine):
     def render_chat(self, messages: list[dict[str, str]]) -> str:
         return str(self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
 
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def load_adapter(self, name: str, path: str) -> None:
         from coopcode.core.adapters import check_adapter
 
