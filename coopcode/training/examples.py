@@ -28,9 +28,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from coopcode.code_analysis.docstrings import has_docstring
 from coopcode.core.errors import UserError
+from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.records.attempts import AgentOutput, Attempt
 from coopcode.schemes import PromptBook, SampleState, Scheme, adapter_of, prompts
@@ -147,7 +148,7 @@ def load_examples(path: str, problems: Sequence[Problem], scheme: Scheme,
 
 
 def render_targets(examples: Sequence[Example], problems: Sequence[Problem], scheme: Scheme,
-                   engine: Any) -> list[list[Target]]:
+                   engine: Engine) -> list[list[Target]]:
     """Each example's targets, one per agent answer of the scheme's first turn."""
     by_id = {p.task_id: p for p in problems}
     book = PromptBook(engine)
@@ -155,7 +156,7 @@ def render_targets(examples: Sequence[Example], problems: Sequence[Problem], sch
 
 
 def _targets(example: Example, problem: Problem, scheme: Scheme, book: PromptBook,
-             engine: Any) -> list[Target]:
+             engine: Engine) -> list[Target]:
     """Replay the scheme's first turn with the example's code as each answer."""
     state = SampleState(problem, 0, book, Attempt(problem.task_id, 0, scheme.name))
     out = []
@@ -199,7 +200,7 @@ def _code_for(role: str, example: Example, problem: Problem) -> str:
                     f"code for it")
 
 
-def target_text(prompt: prompts.Prompt, code: str, engine: Any) -> str | None:
+def target_text(prompt: prompts.Prompt, code: str, engine: Engine) -> str | None:
     """What the model writes after `prompt` to answer `code`, its end included (None: the
     code does not continue the prompt's pre-filled start)."""
     rest = continuation(prompt.prefix, code)
@@ -237,7 +238,7 @@ def continuation(prefix: str, code: str) -> str | None:
     if not isinstance(first, ast.FunctionDef | ast.AsyncFunctionDef) or first.name != name:
         return None
     body = first.body
-    if has_doc and len(body) > 1 and _is_docstring(body[0]):
+    if has_doc and len(body) > 1 and has_docstring(first):
         body = body[1:]  # the prompt shows the docstring already
     start = body[0].lineno - 1
     return "".join(rest.splitlines(keepends=True)[start:])
@@ -253,9 +254,4 @@ def _header(prefix: str) -> tuple[str, bool] | None:
     fn = module.body[-1] if module.body else None
     if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
         return None
-    return fn.name, len(fn.body) > 1 and _is_docstring(fn.body[0])
-
-
-def _is_docstring(node: ast.stmt) -> bool:
-    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str))
+    return fn.name, len(fn.body) > 1 and has_docstring(fn)

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from coopcode.code_analysis.program import combine
 from coopcode.collaboration.judging import Written, cut_roles, judge_all
@@ -66,6 +66,14 @@ class Scorer(Protocol):
     """Rewards for joint actions: one call per turn for a whole step, so it can batch."""
 
     def __call__(self, items: Sequence[tuple[Problem, JointAction, Node]]) -> list[Scored]: ...
+
+
+@runtime_checkable
+class AloneScorer(Scorer, Protocol):
+    """A scorer that also judges main's answers written alone, (problem, code) each:
+    what counterfactual credit needs."""
+
+    def alone(self, items: Sequence[tuple[Problem, str]]) -> list[Scored]: ...
 
 
 @dataclass
@@ -176,7 +184,8 @@ class RolloutBuilder:
         # Counterfactual credit: each first-turn joint action also gets main's answer without
         # the helper; the helper is paid the pair's reward minus it (coopcode.rewards.credit).
         self.counterfactual = config.credit_mode == "counterfactual" and "helper" in self.roles
-        if self.counterfactual and not hasattr(scorer, "alone"):
+        self.alone_scorer = scorer if isinstance(scorer, AloneScorer) else None
+        if self.counterfactual and self.alone_scorer is None:
             raise ValueError("counterfactual credit needs a scorer that can judge main alone "
                              "(ExecutionScorer)")
 
@@ -279,7 +288,7 @@ class RolloutBuilder:
                     index_of[key] = len(samples[role])
                     samples[role].append(Sample(
                         role=role, group=self._group(role, pick[role][0]),
-                        prompt_ids=self.engine.encode(ask.prompt.text),  # type: ignore[attr-defined]
+                        prompt_ids=self.engine.encode(ask.prompt.text),
                         completion_ids=list(out.token_ids), text=out.raw, code=out.code,
                         finish_reason=out.finish_reason, first_prompt=first))
                     stats.gen_tokens += len(out.token_ids)
@@ -315,7 +324,8 @@ class RolloutBuilder:
         minus main's alone, main's the pair's."""
         pending = [(op, j, st) for op in opens for j, st in sorted(op.alone.items())]
         outputs = [st.asked[-1][1] for _op, _j, st in pending]
-        scored = self.scorer.alone(  # type: ignore[attr-defined]
+        assert self.alone_scorer is not None  # counterfactual credit is refused without one
+        scored = self.alone_scorer.alone(
             [(op.problem, out.code) for (op, _j, _st), out in zip(pending, outputs)])
         for (op, j, _st), out, s in zip(pending, outputs, scored):
             a = op.node.actions[j]
