@@ -30,6 +30,11 @@ class ProgramView(Horizontal):
     def on_mount(self) -> None:
         self.watch(self.editor, "scroll_y", lambda _y: self.show_marks(), init=False)
 
+    def on_resize(self) -> None:
+        # The marks fit the lines in view: a program shown while its tab was hidden (no
+        # height yet) is marked once the tab is laid out.
+        self.show_marks()
+
     @property
     def editor(self) -> TextArea:
         return self.query_one("#program", TextArea)
