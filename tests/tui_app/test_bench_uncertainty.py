@@ -67,7 +67,7 @@ async def test_patterns_show_after_a_run(make_app):
 
 
 def test_live_rows_carry_intervals_as_problems_finish() -> None:
-    from tui.screens.bench import LiveScores
+    from tui.widgets.scores import LiveScores
 
     live = LiveScores([1], 2)
     for task, results in {"a": (True, True), "b": (True, False), "c": (False, False)}.items():

@@ -205,7 +205,7 @@ async def test_the_bench_table_shows_both_needed_with_a_pairs_cooperation(make_a
     app = make_app(mode="bench", autoload=False)
     async with app.run_test(size=(80, 24)) as pilot:
         screen = app.screen
-        from tui.screens.bench import LiveScores
+        from tui.widgets.scores import LiveScores
 
         screen.live = LiveScores([1], 2)
         pair = {"own_work_rate": 0.5, "helper_solves_rate": 0.0, "cooperation": {"decorator": 1.0},

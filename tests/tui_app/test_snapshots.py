@@ -146,7 +146,7 @@ def test_bench_finished(snap_compare, make_app):
     async def run_before(pilot: Any) -> None:
         screen = pilot.app.screen
         steady(pilot.app)
-        from tui.screens.bench import LiveScores
+        from tui.widgets.scores import LiveScores
 
         screen.live = LiveScores([1, 3], 3)
         screen.handle_event(ev.Started(job="bench", total=12, meta={"resumed": 0}))
