@@ -23,6 +23,7 @@ from rich.table import Table
 from coopcode.core.errors import UserError
 from coopcode.core.events import Emit, Event
 from coopcode.display.console import make_console
+from coopcode.records.vocabulary import Role
 from coopcode.settings.common import EventsOutput, JsonOutput, MainSees, SandboxChoice
 from coopcode.settings.options import check_options, config_options, given_on_command_line, option
 from coopcode.training.config import TrainConfig
@@ -92,8 +93,8 @@ def train_command(
 
     out_dir = None if where.out is None else Path(where.out)
     run, resume, threads = where.run, where.resume, where.threads
-    config = replace(config, helper_init=resolve_adapter_path(config.helper_init, "helper"),
-                     main_init=resolve_adapter_path(config.main_init, "main"),
+    config = replace(config, helper_init=resolve_adapter_path(config.helper_init, Role.HELPER),
+                     main_init=resolve_adapter_path(config.main_init, Role.MAIN),
                      scheme=sees.scheme(config.scheme))
     explicit = given_on_command_line(ctx, TrainConfig)
     if resume and out_dir is None and run is None:

@@ -31,6 +31,7 @@ from coopcode.collaboration.sampling import SampleSettings
 from coopcode.core.errors import UserError
 from coopcode.core.inputs import MAX_TEMPERATURE, check_server_urls
 from coopcode.engines.registry import engine_kind, rollout_engine_names
+from coopcode.records.vocabulary import Role
 from coopcode.rewards import CREDITS, reward_names
 from coopcode.schemes import get_scheme, trainable_scheme_names
 from coopcode.settings.common import ModelChoice
@@ -234,7 +235,7 @@ class TrainConfig:
 
     def lr_of(self, role: str) -> float:
         """The learning rate of an agent: its own where given, else `learning_rate`."""
-        own = self.helper_lr if role == "helper" else self.main_lr
+        own = self.helper_lr if role == Role.HELPER else self.main_lr
         return self.learning_rate if own is None else own
 
     def total_steps(self, n_problems: int) -> int:

@@ -34,10 +34,11 @@ from coopcode.core.errors import UserError
 from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.records.attempts import AgentOutput, Attempt
+from coopcode.records.vocabulary import FinishReason, Role
 from coopcode.schemes import PromptBook, SampleState, Scheme, adapter_of, prompts
 from coopcode.training.context import Say
 
-PAIR = ("helper", "main")
+PAIR = (Role.HELPER, Role.MAIN)
 SINGLE = "solution"
 KEYS = ("task_id", *PAIR, SINGLE)
 FENCE_END = "\n```"  # the chat prompts' stop string: where a chat answer ends
@@ -110,8 +111,8 @@ def _example(line: str, where: str) -> Example:
         if not isinstance(value, str) or not value.strip():
             raise UserError(f"{where}: {key} must be code (a non-empty string)")
         code[key] = value
-    if ("helper" in code) != ("main" in code):
-        lacks = "main" if "helper" in code else "helper"
+    if (Role.HELPER in code) != (Role.MAIN in code):
+        lacks = Role.MAIN if Role.HELPER in code else Role.HELPER
         raise UserError(f"{where}: a pair needs both helper and main (no {lacks})")
     if not code:
         raise UserError(f"{where}: no code: give helper and main (a pair) or solution (one agent)")
@@ -120,7 +121,7 @@ def _example(line: str, where: str) -> Example:
 
 def needed_keys(scheme: Scheme) -> tuple[str, ...]:
     """What an example must hold to train the agents of `scheme`."""
-    return (SINGLE,) if "single" in scheme.roles else PAIR
+    return (SINGLE,) if Role.SINGLE in scheme.roles else PAIR
 
 
 def load_examples(path: str, problems: Sequence[Problem], scheme: Scheme,
@@ -175,7 +176,7 @@ def _targets(example: Example, problem: Problem, scheme: Scheme, book: PromptBoo
                 state.record(ask, AgentOutput(
                     role=ask.role, turn=1, raw=answer,
                     code=book.extract(problem, ask.role, ask.prompt, answer),
-                    n_tokens=0, finish_reason="stop", adapter=adapter_of(ask.role),
+                    n_tokens=0, finish_reason=FinishReason.STOP, adapter=adapter_of(ask.role),
                     prompt=ask.prompt.text))
                 out.append(Target(problem.task_id, ask.role, ask.prompt.text, text,
                                   engine.encode(ask.prompt.text), engine.encode(text)))
@@ -187,11 +188,11 @@ def _targets(example: Example, problem: Problem, scheme: Scheme, book: PromptBoo
 
 
 def _code_for(role: str, example: Example, problem: Problem) -> str:
-    if role == "single":
+    if role == Role.SINGLE:
         return example.code[SINGLE]
     if role in example.code:
         return example.code[role]
-    if role == "planner" and problem.contract is not None:
+    if role == Role.PLANNER and problem.contract is not None:
         # `plan`: main first writes aux's contract; the problem's is the one to learn.
         from coopcode.schemes.contracts import contract_stub
 

@@ -43,9 +43,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from coopcode.records.vocabulary import Role
+
 WINDOW = 10
 MIN_WINDOW = 3
-AGENTS = ("helper", "main", "single")
+AGENTS = (Role.HELPER, Role.MAIN, Role.SINGLE)
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,7 @@ def _length_collapse(history: Sequence[Mapping[str, Any]], w: int) -> list[Colla
 
 def _constant_answers(history: Sequence[Mapping[str, Any]], w: int) -> list[CollapseWarning]:
     found = []
-    for agent in ("main", "single"):
+    for agent in (Role.MAIN, Role.SINGLE):
         ends = _ends(_values(history, f"{agent}/constant_answers"), w)
         if ends is None:
             continue

@@ -31,6 +31,7 @@ from coopcode.code_analysis.usage import main_calls_helper
 from coopcode.core.errors import UserError
 from coopcode.engines import Engine
 from coopcode.problems import Problem
+from coopcode.records.vocabulary import FinishReason, Role
 from coopcode.rewards import resolve_reward
 from coopcode.schemes import adapter_of
 from coopcode.training.config import TrainConfig
@@ -263,9 +264,9 @@ class MAGRPOTrainer(AdapterTrainer):
                 if at:
                     out[f"turn{t}/reward_mean"] = mean([x for n in at for x in n.rewards])
                     out[f"turn{t}/nodes"] = float(len(at))
-        if "helper" in self.roles:
-            calls = [main_calls_helper(n.samples["main"][a.members["main"]].code,
-                                       n.samples["helper"][a.members["helper"]].code)
+        if Role.HELPER in self.roles:
+            calls = [main_calls_helper(n.samples[Role.MAIN][a.members[Role.MAIN]].code,
+                                       n.samples[Role.HELPER][a.members[Role.HELPER]].code)
                      for n in roots for a in n.actions]
             out["main_calls_helper"] = mean([1.0 if c else 0.0 for c in calls])
             # How cooperation moves with the steps, over this step's first-turn joint actions:
@@ -273,8 +274,8 @@ class MAGRPOTrainer(AdapterTrainer):
             # share carrying each pattern (the paper's emergent schemes). The judging path
             # analysed each joint action once; a scorer that does not judge leaves it to here.
             found = [a.cooperation if a.cooperation is not None else analyse_cooperation(
-                         r.root.samples["helper"][a.members["helper"]].code,
-                         r.root.samples["main"][a.members["main"]].code, r.problem.entry_point)
+                         r.root.samples[Role.HELPER][a.members[Role.HELPER]].code,
+                         r.root.samples[Role.MAIN][a.members[Role.MAIN]].code, r.problem.entry_point)
                      for r in rollouts for a in r.root.actions]
             for name, rate in cooperation_rates(found).items():
                 if rate is not None:
@@ -284,12 +285,12 @@ class MAGRPOTrainer(AdapterTrainer):
         for role in self.roles:  # what the collapse guards measure code by (no docstrings)
             out[f"{role}/code_lines"] = mean([float(code_lines(s.code)) for n in roots
                                               for s in n.samples.get(role, [])])
-        for role in ("main", "single"):  # the task's function answering with one literal
+        for role in (Role.MAIN, Role.SINGLE):  # the task's function answering with one literal
             if role in self.roles:
                 out[f"{role}/constant_answers"] = mean([
                     1.0 if answers_a_constant(s.code, r.problem.entry_point) else 0.0
                     for r in rollouts for s in r.root.samples.get(role, [])])
-        out["truncated_rate"] = rstats.finish.get("length", 0) / max(1, rstats.samples)
+        out["truncated_rate"] = rstats.finish.get(FinishReason.LENGTH, 0) / max(1, rstats.samples)
         return out
 
 

@@ -35,6 +35,7 @@ from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.records.attempts import Attempt, feedback_text, sample_seed
 from coopcode.records.cooperation import Cooperation
+from coopcode.records.vocabulary import Role
 from coopcode.rewards import Reward, RewardBreakdown
 from coopcode.schemes import (
     ROLE_ADAPTERS,
@@ -103,7 +104,7 @@ class ExecutionScorer:
             # a part cut at the token budget earns no syntax credit (`own`)
             cut = cut_roles((r, node.samples[r][i].finish_reason) for r, i in a.members.items())
             written.append(Written(p, self.scheme, codes[main_role(codes)],
-                                   codes.get("helper", ""), a.program,
+                                   codes.get(Role.HELPER, ""), a.program,
                                    scheme_contract(p, self.scheme, a.contract), cut))
         return [Scored(j.reward, j.verdict.passed, j.verdict, j.cooperation, j.agent_rewards)
                 for j in judge_all(written, self.sandbox, self.reward, self.timeout)]
@@ -140,7 +141,7 @@ class RolloutStats:
     resampled: int = 0  # first-turn nodes sampled again because every group scored alike
     still_constant: int = 0  # of those, the ones that scored alike on their last draw too
     alone_samples: int = 0  # counterfactual credit: main's answers without the helper (not trained on)
-    finish: dict[str, int] = field(default_factory=dict)
+    finish: dict[str, int] = field(default_factory=dict)  # completions by `FinishReason`
 
 
 @dataclass
@@ -183,7 +184,7 @@ class RolloutBuilder:
         self._tokens = 0
         # Counterfactual credit: each first-turn joint action also gets main's answer without
         # the helper; the helper is paid the pair's reward minus it (coopcode.rewards.credit).
-        self.counterfactual = config.credit_mode == "counterfactual" and "helper" in self.roles
+        self.counterfactual = config.credit_mode == "counterfactual" and Role.HELPER in self.roles
         self.alone_scorer = scorer if isinstance(scorer, AloneScorer) else None
         if self.counterfactual and self.alone_scorer is None:
             raise ValueError("counterfactual credit needs a scorer that can judge main alone "
@@ -197,15 +198,15 @@ class RolloutBuilder:
         if first_turn and self.scheme.main_sees_helper:
             # mains see helper i's code: their seed stream is helper i's (slot i)
             if cross:
-                return [{"helper": (0, i), "main": (i, j)} for i in range(g) for j in range(g)]
-            return [{"helper": (0, i), "main": (i, 0)} for i in range(g)]
+                return [{Role.HELPER: (0, i), Role.MAIN: (i, j)} for i in range(g) for j in range(g)]
+            return [{Role.HELPER: (0, i), Role.MAIN: (i, 0)} for i in range(g)]
         members = cross_members(self.roles, g) if cross else aligned_members(self.roles, g)
         return [{r: (0, i) for r, i in m.items()} for m in members]
 
     def _group(self, role: str, slot: int) -> int:
         """Siblings (one baseline) are the completions sampled from the same prompt."""
         cross_main = self.config.joint == "cross" and self.scheme.main_sees_helper
-        return slot if role == "main" and cross_main else 0
+        return slot if role == Role.MAIN and cross_main else 0
 
     def _spec(self, op: _Open, pick: Pick, step: int) -> SampleSpec:
         cfg, node = self.config, op.node
@@ -223,7 +224,7 @@ class RolloutBuilder:
         if op.parent is not None and op.parent_samples is not None:
             parents = op.parent_samples
             attempt = Attempt(op.problem.task_id, 0, self.scheme.name, feedback=op.parent.feedback)
-            attempt.helper_code = parents["helper"].code if "helper" in parents else ""
+            attempt.helper_code = parents[Role.HELPER].code if Role.HELPER in parents else ""
             attempt.main_code = parents[main_role(parents)].code
             attempt.contract = op.parent.contract  # revisions keep the contract they worked to
             # Every sample a rollout made carries its lineage's first prompt.
@@ -242,7 +243,7 @@ class RolloutBuilder:
                                "alone", node.turn, node.path, j), 0
 
         return SampleSpec(op.problem, 0, get_scheme("single"), self.params, seeds,
-                          {"single": adapter_of("single")}, key=(op, ("alone", j)))
+                          {Role.SINGLE: adapter_of(Role.SINGLE)}, key=(op, ("alone", j)))
 
     # -- generation -------------------------------------------------------------------------
 
@@ -331,7 +332,7 @@ class RolloutBuilder:
             a = op.node.actions[j]
             a.alone = Alone(out.code, s.reward, s.passed, len(out.token_ids))
             joint = a.reward.total if a.reward else 0.0
-            a.agent_rewards = {"helper": round(joint - s.reward.total, 6), "main": joint}
+            a.agent_rewards = {Role.HELPER: round(joint - s.reward.total, 6), Role.MAIN: joint}
             stats.alone_samples += 1
             stats.gen_tokens += len(out.token_ids)
         for op in opens:

@@ -22,6 +22,7 @@ from coopcode.core.errors import UserError
 from coopcode.core.events import Emit, Finished, Log, Progress, Started, ignore
 from coopcode.core.files import append_line, no_space, write_failure
 from coopcode.core.run_lock import RunLock
+from coopcode.records.vocabulary import Role
 from coopcode.training import checkpoint as ckpt
 from coopcode.training import validation as val
 from coopcode.training.config import TrainConfig, flag
@@ -497,12 +498,12 @@ def sample_lines(step: int, rollouts: list[ProblemRollout]) -> list[str]:
             codes = {role: node.samples[role][i].code for role, i in a.members.items()}
             action: dict[str, Any] = {"reward": a.reward.to_dict() if a.reward else None,
                                       "passed": a.passed, **codes}
-            if a.cooperation is not None and "helper" in codes:
+            if a.cooperation is not None and Role.HELPER in codes:
                 action["cooperation"] = a.cooperation.to_record()
             if a.agent_rewards:  # per-agent credit, and what it was measured against
                 action["credit"] = a.agent_rewards
             if a.alone is not None:
-                action["alone"] = {"main": a.alone.code, "reward": a.alone.reward.to_dict(),
+                action["alone"] = {Role.MAIN: a.alone.code, "reward": a.alone.reward.to_dict(),
                                    "passed": a.alone.passed}
             actions.append(action)
         lines.append(json.dumps({"step": step, "task_id": r.problem.task_id, "actions": actions}))

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from coopcode.core.adapters import CHECKPOINTS_ENV, checkpoint_roots, find_run, looked_in
 from coopcode.core.errors import UserError
+from coopcode.records.vocabulary import Role
 
 if TYPE_CHECKING:
     from coopcode.training.guards import CollapseWarning
 
-ROLES = ("helper", "main")
+ROLES: tuple[str, ...] = (Role.HELPER, Role.MAIN)
 DEFAULT_ROOT = Path("checkpoints")
 
 

@@ -25,6 +25,7 @@ from coopcode.core.errors import UserError
 from coopcode.core.events import Log
 from coopcode.evaluation.bench_config import BenchConfig
 from coopcode.problems import Problem, load_problems
+from coopcode.records.vocabulary import Role
 from coopcode.schemes import adapter_of
 from coopcode.training.config import TrainConfig, flag
 from coopcode.training.context import Trainer, TrainingRun
@@ -295,8 +296,8 @@ class Validation:
         # the training's, so a run trains the same with validation as without.
         with torch.random.fork_rng():
             summary = run_bench(bench, self.problems, trainer.engine, self.sandbox, folder,
-                                helper_adapter=adapters.get("helper"),
-                                main_adapter=adapters.get("main"),
+                                helper_adapter=adapters.get(Role.HELPER),
+                                main_adapter=adapters.get(Role.MAIN),
                                 cancel=self.cancel)
         random.setstate(python_rng)
         seconds = time.time() - started
