@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,14 @@ from coopcode.training.examples import Example, Target, load_examples, render_ta
 from coopcode.training.metrics import release_free_memory, start_step_peak, step_memory
 from coopcode.training.policy import TransformersPolicy
 from coopcode.training.trainer import AdapterTrainer
+
+
+@dataclass(frozen=True)
+class Accumulated:
+    """One agent's gradient pass over its share of a step's targets."""
+
+    metrics: dict[str, float]  # `<role>/loss`, `<role>/target_tokens`
+    tokens: int  # prompt and target tokens it trained on (this rank's): the step's throughput
 
 
 class SFTTrainer(AdapterTrainer):
@@ -98,9 +107,9 @@ class SFTTrainer(AdapterTrainer):
         metrics: dict[str, float] = {}
         tokens = 0
         for role in self.roles:
-            out = self.accumulate(role, self.targets_of(role, mine))
-            tokens += int(out.pop("_tokens"))
-            metrics.update(out)
+            done = self.accumulate(role, self.targets_of(role, mine))
+            tokens += done.tokens
+            metrics.update(done.metrics)
         self._check_cancel()  # the last point to stop: the optimizer steps go together
         for role in self.roles:
             metrics.update(self.apply_gradients(role))
@@ -119,7 +128,7 @@ class SFTTrainer(AdapterTrainer):
         })
         return self.ranks.average(metrics)
 
-    def accumulate(self, role: str, targets: list[Target]) -> dict[str, float]:
+    def accumulate(self, role: str, targets: list[Target]) -> Accumulated:
         """This agent's gradient of the mean target-token NLL over the step's examples."""
         size = sum(len(t.target_ids) for t in targets)
         self._total = max(1, self.ranks.total(size))
@@ -139,9 +148,9 @@ class SFTTrainer(AdapterTrainer):
             loss_sum += float(loss.detach()) / self.ranks.world
         # loss_sum is this rank's share of the mean over every rank's tokens: times the world,
         # the ranks' average (`Ranks.average`) is that mean.
-        return {f"{role}/loss": loss_sum * self.ranks.world,
-                f"{role}/target_tokens": float(self._total),
-                "_tokens": float(size + sum(len(t.prompt_ids) for t in targets))}
+        return Accumulated({f"{role}/loss": loss_sum * self.ranks.world,
+                            f"{role}/target_tokens": float(self._total)},
+                           size + sum(len(t.prompt_ids) for t in targets))
 
     def _chunk_loss(self, chunk: list[Target]) -> tuple[torch.Tensor, Any]:
         """The summed NLL of a micro-batch's target tokens over the step's (all ranks')."""
