@@ -12,6 +12,7 @@ The public Python API, imported lazily (torch loads with the first engine, not h
 
 import os as _os
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Any as _Any
 
 # Torch's OpenMP threads spin while they wait for each other. On a machine where other work
@@ -37,17 +38,22 @@ _LAZY = {
     "load_humaneval": "coopcode.problems", "load_problem_file": "coopcode.problems",
     "parse_problem_source": "coopcode.problems",
     # the sandbox
-    "open_sandbox": "sandbox", "Job": "sandbox", "Verdict": "sandbox",
+    "open_sandbox": "sandbox", "Sandbox": "sandbox", "Job": "sandbox", "Verdict": "sandbox",
     "SandboxUnavailable": "sandbox",
     # schemes and the scheduler
     "SCHEMES": "coopcode.schemes", "Scheme": "coopcode.schemes", "get_scheme": "coopcode.schemes",
     "has_helper": "coopcode.schemes", "DEFAULT_SCHEME": "coopcode.schemes",
+    "check_problems_fit": "coopcode.schemes",
     "scheme_names": "coopcode.schemes", "trainable_scheme_names": "coopcode.schemes",
     "SampleState": "coopcode.schemes", "Steps": "coopcode.schemes", "adapter_of": "coopcode.schemes",
     "Scheduler": "coopcode.collaboration.scheduler",
     "SampleSpec": "coopcode.collaboration.scheduler",
     "sample_specs": "coopcode.collaboration.scheduler",
     "Attempt": "coopcode.records.attempts",
+    # the words records share: who wrote a part, where aux's contract came from, why a
+    # completion stopped
+    "Role": "coopcode.records.vocabulary", "ContractSource": "coopcode.records.vocabulary",
+    "FinishReason": "coopcode.records.vocabulary",
     # jobs
     "solve": "coopcode.collaboration.solve", "SolveConfig": "coopcode.collaboration.solve",
     "SolveResult": "coopcode.collaboration.solve", "judge": "coopcode.collaboration.solve",
@@ -118,6 +124,124 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY)
+
+if _TYPE_CHECKING:  # what the lazy names are, for type checkers (they import nothing here)
+    from coopcode.code_analysis.cooperation import (  # noqa: F401
+        analyse_cooperation,
+        cooperation_of,
+        describe_cooperation,
+    )
+    from coopcode.code_analysis.patterns import classify_cooperation  # noqa: F401
+    from coopcode.collaboration.scheduler import SampleSpec, Scheduler, sample_specs  # noqa: F401
+    from coopcode.collaboration.solve import SolveConfig, SolveResult, judge, solve  # noqa: F401
+    from coopcode.core.adapters import (  # noqa: F401
+        TrainedWith,
+        check_adapter,
+        choose_adapters,
+        looked_in,
+        trained_with,
+    )
+    from coopcode.core.errors import UserError  # noqa: F401
+    from coopcode.core.events import (  # noqa: F401
+        AttemptReady,
+        Event,
+        Failed,
+        Finished,
+        JsonlWriter,
+        Log,
+        Metric,
+        Progress,
+        Started,
+        TokenDelta,
+        VerdictReady,
+        parse_event,
+    )
+    from coopcode.core.paths import cache_dir  # noqa: F401
+    from coopcode.display.render import STATUS_STYLE, pattern_line  # noqa: F401
+    from coopcode.engines import (  # noqa: F401
+        Engine,
+        EngineConfig,
+        EngineKind,
+        GenerationRequest,
+        SamplingParams,
+        ScriptedEngine,
+        load_engine,
+        register_engine,
+    )
+    from coopcode.engines.agents import (  # noqa: F401
+        Agents,
+        attach_adapters,
+        check_adapter_folders,
+        open_agents,
+        resolve_adapter_path,
+    )
+    from coopcode.evaluation.at_k import acc_at_k_by_problem, pass_at_k, pass_at_k_by_problem  # noqa: F401
+    from coopcode.evaluation.bench import BenchConfig, BenchSummary, run_bench  # noqa: F401
+    from coopcode.evaluation.compare import compare_runs, load_run, pair_up  # noqa: F401
+    from coopcode.evaluation.evaluate import read_samples, score_samples  # noqa: F401
+    from coopcode.evaluation.stats import mean_interval, paired_difference  # noqa: F401
+    from coopcode.models.catalog import CATALOG, DEFAULT_MODEL  # noqa: F401
+    from coopcode.models.embedded import is_ready  # noqa: F401
+    from coopcode.plugins import load_plugins  # noqa: F401
+    from coopcode.problems import (  # noqa: F401
+        BUILT_IN_SETS,
+        Contract,
+        Problem,
+        load_humaneval,
+        load_problem_file,
+        load_problems,
+        parse_problem_source,
+    )
+    from coopcode.problems.contract import docstring_block  # noqa: F401
+    from coopcode.records.attempts import Attempt  # noqa: F401
+    from coopcode.records.cooperation import Cooperation  # noqa: F401
+    from coopcode.records.vocabulary import ContractSource, FinishReason, Role  # noqa: F401
+    from coopcode.rewards import (  # noqa: F401
+        Reward,
+        RewardBreakdown,
+        RewardInput,
+        default_reward_name,
+        format_terms,
+        get_reward,
+        register_reward,
+        reward_names,
+        term_keys,
+    )
+    from coopcode.schemes import (  # noqa: F401
+        DEFAULT_SCHEME,
+        MAIN_SEES,
+        SCHEMES,
+        SampleState,
+        Scheme,
+        Steps,
+        adapter_of,
+        check_problems_fit,
+        get_scheme,
+        has_helper,
+        register_scheme,
+        scheme_names,
+        trainable_scheme_names,
+        with_main_seeing,
+    )
+    from coopcode.schemes.contracts import contract_stub, planned_contract  # noqa: F401
+    from coopcode.settings.common import (  # noqa: F401
+        AdapterChoice,
+        ModelChoice,
+        SandboxChoice,
+        run_defaults,
+        split_scheme,
+    )
+    from coopcode.settings.options import (  # noqa: F401
+        check_options,
+        config_options,
+        form_options,
+        option,
+        option_args,
+    )
+    from coopcode.training.config import TrainConfig, train_scheme_names  # noqa: F401
+    from coopcode.training.run import train  # noqa: F401
+    from coopcode.training.saved_runs import CheckpointInfo, list_checkpoints, read_checkpoint  # noqa: F401
+    from sandbox import Job, Sandbox, SandboxUnavailable, Verdict, open_sandbox  # noqa: F401
 
 
 def __getattr__(name: str) -> _Any:

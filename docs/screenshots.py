@@ -108,7 +108,7 @@ def steady(app: object) -> None:
         widget.cursor_blink = False
     for pane in app.screen.query(".agent-pane"):  # type: ignore[attr-defined]
         pane.started, pane.finished = 0.0, pane.tokens / 14.5  # the 0.5B model's rate
-        pane._refresh_title()
+        pane.refresh_title()
 
 
 async def collaborate(sb: object, out: Path, size: tuple[int, int], name: str,

@@ -3,6 +3,7 @@ docs' "From Python" script (docs/guide/python.md) runs as written (on the tiny m
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -20,6 +21,21 @@ def test_every_exported_name_resolves_and_import_stays_light() -> None:
     assert done.returncode == 0, done.stderr
     count, missing = done.stdout.split(" ", 1)
     assert int(count) >= 30 and missing.strip() == "[]"
+
+
+def test_type_checkers_see_every_exported_name_from_the_module_that_gives_it() -> None:
+    # The names load lazily (a module __getattr__), which a type checker reads as Any: the
+    # `if _TYPE_CHECKING:` imports give it the real types, and must follow `_LAZY`.
+    import coopcode
+
+    tree = ast.parse((REPO / "coopcode" / "__init__.py").read_text())
+    seen: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "_TYPE_CHECKING":
+            for item in node.body:
+                assert isinstance(item, ast.ImportFrom) and item.module
+                seen.update({alias.name: item.module for alias in item.names})
+    assert seen == coopcode._LAZY
 
 
 def test_every_exported_name_is_its_modules_object_whatever_was_imported_first() -> None:

@@ -7,9 +7,9 @@ problems that have one before the user starts anything.
 
 from __future__ import annotations
 
-from coopcode import get_scheme, scheme_names
+from coopcode import ContractSource, get_scheme, scheme_names
 
 
 def needs_contract(scheme: str) -> bool:
     """Whether `scheme` works to the problem's own contract (a problem without one is refused)."""
-    return scheme in scheme_names() and get_scheme(scheme).contract_source == "problem"
+    return scheme in scheme_names() and get_scheme(scheme).contract_source == ContractSource.PROBLEM

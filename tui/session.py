@@ -10,14 +10,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coopcode import DEFAULT_MODEL, Agents, attach_adapters
 from tui.collector import collect_all, paused_then_frozen
 
+if TYPE_CHECKING:  # loading engines and the sandbox waits until a session needs them
+    from coopcode import Engine, Sandbox
+
 Progress = Callable[[str], None]
-EngineFactory = Callable[[str | None, Progress], Any]  # (model spec, progress) -> Engine
-SandboxOpener = Callable[[str, Progress], Any]  # (backend, warn) -> an entered Sandbox
+EngineFactory = Callable[[str | None, Progress], "Engine"]  # (model spec, progress)
+SandboxOpener = Callable[[str, Progress], "Sandbox"]  # (backend, warn) -> an entered one
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class AgentsSpec:
                 == replace(other, model=other.model or DEFAULT_MODEL))
 
 
-def default_engine_factory(model: str | None, progress: Progress) -> Any:
+def default_engine_factory(model: str | None, progress: Progress) -> Engine:
     from coopcode import load_engine
 
     return load_engine(model, progress=progress)
@@ -50,7 +53,7 @@ def default_engine_factory(model: str | None, progress: Progress) -> Any:
 def engine_factory_for(engine: str, options: dict[str, Any]) -> EngineFactory:
     """Loads the base with engine `engine` (a registered one included) and its options
     (`EngineConfig.kwargs()`)."""
-    def load(model: str | None, progress: Progress) -> Any:
+    def load(model: str | None, progress: Progress) -> Engine:
         from coopcode import load_engine
 
         return load_engine(model, engine, progress=progress, **options)
@@ -58,7 +61,7 @@ def engine_factory_for(engine: str, options: dict[str, Any]) -> EngineFactory:
     return load
 
 
-def default_sandbox_opener(backend: str, warn: Progress) -> Any:
+def default_sandbox_opener(backend: str, warn: Progress) -> Sandbox:
     from coopcode import open_sandbox
 
     sb = open_sandbox(backend=backend, warn=warn)
@@ -78,7 +81,7 @@ class Session:
         self.spec = spec
         self.engine_factory, self.sandbox_opener = engine_factory, sandbox_opener
         self.agents: Agents | None = None
-        self.sandbox: Any = None
+        self.sandbox: Sandbox | None = None
         self.sandbox_error: str = ""
         self._engine_model: str | None = None  # the spec.model the current engine was built for
         self._lock = threading.Lock()
@@ -129,7 +132,7 @@ class Session:
         collect_all()  # the model's cycles are frozen with it (tui.collector)
         return True
 
-    def open_sandbox(self, warn: Progress) -> Any:
+    def open_sandbox(self, warn: Progress) -> Sandbox:
         """Open the sandbox once; later calls return the same one (or raise the same error)."""
         try:
             if self.sandbox is None and not self.sandbox_error:
@@ -142,7 +145,7 @@ class Session:
             raise RuntimeError(self.sandbox_error or "no sandbox")
         return self.sandbox
 
-    def wait_sandbox(self, timeout: float | None = None) -> Any:
+    def wait_sandbox(self, timeout: float | None = None) -> Sandbox:
         """The sandbox, waiting for a load in progress; RuntimeError when it is unavailable.
         One that went down (`sandbox_lost`) is opened again here: SandboxUnavailable, one
         line, if its backend still does not answer."""
@@ -160,7 +163,7 @@ class Session:
             raise RuntimeError(self.sandbox_error or "the sandbox is not open yet")
         return self.sandbox
 
-    def sandbox_lost(self, sandbox: Any, why: str) -> None:
+    def sandbox_lost(self, sandbox: Sandbox, why: str) -> None:
         """`sandbox` went down for good (its pool gave up its workers): close it; the next
         `wait_sandbox` opens a new one."""
         with self._sandbox_lock:

@@ -366,8 +366,7 @@ class BenchScreen(JobScreen):
         config = BenchConfig(**values)
         config.validate()
         if any(map(needs_contract, config.schemes)):
-            from coopcode import load_problems
-            from coopcode.schemes import check_problems_fit
+            from coopcode import check_problems_fit, load_problems
 
             check_problems_fit(list(config.schemes), load_problems(config.problems),
                                remedy="choose a compose split, or the plan scheme")

@@ -39,9 +39,9 @@ from coopcode import (
     Problem,
     UserError,
     VerdictReady,
+    check_problems_fit,
     get_scheme,
 )
-from coopcode.schemes import check_problems_fit
 from tui.collaboration_run import CollaborationRun, RunOrder
 from tui.messages import Cancelled, CoopEvent, SandboxDown, SandboxReran
 from tui.prompt_problem import problem_from_prompt

@@ -222,8 +222,7 @@ class TrainScreen(JobScreen):
         config = TrainConfig(**values)
         config.validate()
         if needs_contract(config.collab_scheme):
-            from coopcode import load_problems
-            from coopcode.schemes import check_problems_fit
+            from coopcode import check_problems_fit, load_problems
 
             check_problems_fit([config.collab_scheme], load_problems(config.problems),
                                remedy="set data to compose:train (or a file with contracts), "

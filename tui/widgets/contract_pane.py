@@ -7,11 +7,11 @@ holds the contract as main saw it: signature, docstring and `...` for the body.
 
 from __future__ import annotations
 
-from coopcode import Problem, contract_stub
+from coopcode import ContractSource, Problem, contract_stub
 from tui.widgets.agent_pane import AgentPane, PaneState, style_code
 
 # Where the contract comes from (`Scheme.contract_source`), as the pane's title says it.
-SOURCES = {"problem": "the problem's", "planned": "main's plan"}
+SOURCES: dict[str, str] = {ContractSource.PROBLEM: "the problem's", ContractSource.PLANNED: "main's plan"}
 
 
 class ContractPane(AgentPane):
@@ -20,7 +20,7 @@ class ContractPane(AgentPane):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("contract", id=id)
         self.add_class("contract-pane")
-        self.source = ""  # "problem" or "planned"
+        self.source: str = ContractSource.NONE
 
     def show_for(self, source: str, problem: Problem | None, running: bool = False) -> None:
         """What a scheme whose contract comes from `source` (`Scheme.contract_source`; ''
@@ -32,9 +32,9 @@ class ContractPane(AgentPane):
             return
         self.reset()
         self.source = source
-        if source == "planned" and running:
+        if source == ContractSource.PLANNED and running:
             self.refresh_title()
-        elif source == "planned":
+        elif source == ContractSource.PLANNED:
             self.show_contract("# Main writes aux's contract first (a signature and a "
                                "docstring);\n# the helper implements it, main calls it. "
                                "Ctrl+R runs.\n", source)
@@ -57,7 +57,7 @@ class ContractPane(AgentPane):
     def refresh_title(self) -> None:
         where = SOURCES.get(self.source, "")
         head = f"aux's contract · {where}" if where else "aux's contract"
-        if self.state in (PaneState.IDLE, PaneState.DONE) and self.source == "problem":
+        if self.state in (PaneState.IDLE, PaneState.DONE) and self.source == ContractSource.PROBLEM:
             self.border_title, self.border_subtitle = head, "helper implements · main calls"
             return
         if self.state == PaneState.IDLE:

@@ -21,7 +21,7 @@ def line_authors(program: str, helper_code: str, main_code: str,
 
     A line is the helper's or main's where it matches their code in order (difflib's
     matching blocks: the program is the prompt's context, then the helper's code, then
-    main's, `coopcode.written.code.combine`); a line that is in neither is the prompt's
+    main's, `coopcode.code_analysis.program.combine`); a line that is in neither is the prompt's
     when it was in the `original` program (or no original is given), else the user's edit."""
     lines = program.splitlines()
     authors = ["blank" if not line.strip() else "" for line in lines]

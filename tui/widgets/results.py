@@ -95,7 +95,7 @@ def _share(value: Any) -> str:
 
 def agent_lines(agents: dict[str, Any] | None, cooperation: Cooperation,
                 agent_rewards: dict[str, float] | None = None) -> list[str]:
-    """Each agent judged on its own (`coopcode.written.checks`), one line each, its own
+    """Each agent judged on its own (`coopcode.records.checks`), one line each, its own
     reward first where the reward pays each agent its own (`own`):
     `helper 1.10 · parses · aux's tests 100% · alone: fails`,
     `main 1.10 · parses · with the reference aux 100% · with a stub helper: fails`."""
