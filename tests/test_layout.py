@@ -1,0 +1,62 @@
+"""The package keeps its floors: each folder of coopcode/ imports only from its own floor and
+the floors below it, in the order docs/guide/layout.md draws them, and nothing outside the
+installed package (tui/, scripts/, docs/ ...), so no import runs back up and makes a circle.
+
+Every import is read from the syntax tree (nothing is imported), at any depth: a function's
+deferred import counts as much as a module's. `from coopcode import __version__` is the one
+import of the package root allowed inside it: any other name there loads lazily from a module
+of any floor, which would hide an upward import."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "coopcode"
+OUTSIDE = ("tui", "scripts", "docs", "tests", "benchmarks", "examples")
+
+
+def floors() -> list[str]:
+    """coopcode's folders from the top floor down, as the layout page draws them."""
+    tree = (REPO / "docs" / "guide" / "layout.md").read_text().split("```")[1]
+    return [m.group(1) for m in re.finditer(r"^  (\w+)/", tree, re.M)]
+
+
+def imported_modules(path: Path) -> list[tuple[int, str, list[str]]]:
+    """(line, module, names) of each absolute import in one file."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.lineno, node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name, []) for a in node.names)
+    return out
+
+
+def test_the_layout_page_names_every_folder_of_the_package() -> None:
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert set(floors()) == folders
+
+
+def test_no_module_imports_a_floor_above_its_own_or_outside_the_package() -> None:
+    rank = {name: i for i, name in enumerate(floors())}  # 0 is the top floor
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        floor = parts[0] if len(parts) > 1 else None  # None: the package root (cli, plugins)
+        where = f"{path.relative_to(REPO)}"
+        for line, module, names in imported_modules(path):
+            top, _, rest = module.partition(".")
+            if top in OUTSIDE:
+                offenders.append(f"{where}:{line}: imports {module}, outside the package")
+            if top != "coopcode" or floor is None:
+                continue
+            target = rest.split(".")[0]
+            if not target and names != ["__version__"]:
+                offenders.append(f"{where}:{line}: from coopcode import {', '.join(names)} "
+                                 "(import it from its own module)")
+            elif target in rank and rank[target] < rank[floor]:
+                offenders.append(f"{where}:{line}: {floor}/ imports {module}, a floor above")
+    assert not offenders, "\n".join(offenders)
