@@ -39,7 +39,7 @@ from typing import Any
 
 from compose_doc import render_doc  # beside this file
 
-from coopcode.problems.compose import DATA
+from coopcode.problems.compose import DATA, SPLIT_SOURCES
 from coopcode.problems.composition import (
     Composition,
     Source,
@@ -64,8 +64,6 @@ from sandbox import Job, Sandbox, TestRecord, open_sandbox
 DOC = Path(__file__).resolve().parents[1] / "docs" / "compose.md"
 
 SALT = "coopcode-compose-v1:"
-# Which HumanEval part each split draws its sources from: no source is on two sides.
-SPLIT_SOURCES = {"train": "fit", "val": "val", "test": "test"}
 MIN_TESTS = 3
 MAX_USES = 4  # times one source may be the inner step (and, apart, the outer) in a split
 MAX_EXAMPLES = 3  # cases shown in the docstring
@@ -384,8 +382,7 @@ def verify(sandbox: Sandbox, records: Sequence[dict[str, Any]]) -> list[str]:
     for r in records:
         jobs.append(Job(program=r["prompt"] + r["canonical_solution"], tests=r["test"],
                         entry_point=r["entry_point"]))
-        contract = Contract(**{k: v for k, v in r["contract"].items() if k != "test"},
-                            tests=r["contract"]["test"])
+        contract = Contract.from_dict(r["contract"])
         jobs.append(Job(program=contract.program or "", tests=contract.tests, entry_point=AUX))
     verdicts = sandbox.run_many(jobs)
     wrong = []

@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from coopcode.problems.compose import SPLIT_SOURCES
 from coopcode.problems.contract import Contract
 
 SHOWN = {"train": 4, "val": 3, "test": 3}  # ten in all
@@ -24,12 +25,6 @@ def shown_records(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return picked
 
 
-def _contract(r: dict[str, Any]) -> Contract:
-    c = r["contract"]
-    return Contract(signature=c["signature"], docstring=c["docstring"], tests=c["test"],
-                    imports=c["imports"], solution=c["solution"])
-
-
 def _count_asserts(tests: str) -> int:
     return sum(1 for line in tests.splitlines() if line.strip().startswith("assert "))
 
@@ -37,7 +32,7 @@ def _count_asserts(tests: str) -> int:
 def render_doc(records: Sequence[dict[str, Any]], max_uses: int) -> str:
     """The page, from the records of compose.jsonl and the build's limit on a source's uses."""
     rows = []
-    for split, source in (("train", "fit"), ("val", "val"), ("test", "test")):
+    for split, source in SPLIT_SOURCES.items():
         mine = [r for r in records if r["split"] == split]
         steps = {s for r in mine for s in r["sources"]}
         tests = sum(_count_asserts(r["test"]) for r in mine)
@@ -46,7 +41,7 @@ def render_doc(records: Sequence[dict[str, Any]], max_uses: int) -> str:
     parts = [HEAD, "| split | problems | steps drawn from | HumanEval problems used | tests per problem |",
              "|---|---|---|---|---|", *rows, f"| all | {len(records)} | | | |", "", BODY.format(uses=max_uses)]
     for r in shown_records(records):
-        contract = _contract(r)
+        contract = Contract.from_dict(r["contract"])
         parts += [f"### `{r['task_id']}` ({r['split']})", "",
                   f"Inner step (aux) {r['sources'][0]}, outer step {r['sources'][1]}; "
                   f"{_count_asserts(r['test'])} hidden tests of the whole, aux's tests are "

@@ -17,6 +17,7 @@ from _experiments import load
 
 from coopcode.evaluation import stats
 from coopcode.evaluation.stats import t_quantile
+from coopcode.problems.compose import DATA
 
 divided = load("docs/divided/divided_table.py")  # beside its data, outside the package
 
@@ -31,7 +32,7 @@ def _records(folder: Path) -> list[dict]:
 
 def _compose_test_sources() -> dict[str, list[str]]:
     """Each compose:test problem's two HumanEval sources, read from the data file itself."""
-    with open(REPO / "coopcode" / "problems" / "data" / "compose.jsonl") as f:
+    with open(DATA) as f:
         records = [json.loads(line) for line in f if line.strip()]
     return {r["task_id"]: r["sources"] for r in records if r["split"] == "test"}
 
