@@ -28,11 +28,12 @@ def markdown_table(rows: list[dict[str, Any]], ks: list[int] | tuple[int, ...]) 
     return "\n".join(lines)
 
 
-def pct(x: float | None, signed: bool = False) -> str:
-    """A rate in percent, two decimals ("—" for none; `signed`: with its sign, as a difference)."""
+def pct(x: float | None, signed: bool = False, *, digits: int = 2) -> str:
+    """A rate in percent, `digits` decimals ("—" for none; `signed`: with its sign, as a
+    difference)."""
     if x is None:
         return "—"
-    return f"{100 * x:+.2f}" if signed else f"{100 * x:.2f}"
+    return f"{100 * x:+.{digits}f}" if signed else f"{100 * x:.{digits}f}"
 
 
 def format_se(row: Mapping[str, Any], metric: str, digits: int = 2) -> str:

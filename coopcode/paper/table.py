@@ -28,14 +28,18 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coopcode.code_analysis.patterns import PATTERNS
 from coopcode.core.errors import UserError
 from coopcode.core.run_lock import LOCK_FILE, RunLock
 from coopcode.evaluation import stats
 from coopcode.evaluation.report import pct
+from coopcode.records.vocabulary import Role
 from coopcode.schemes import has_helper
+
+if TYPE_CHECKING:
+    from coopcode.engines.base import Engine
 
 SUMMARIES = "summaries"  # <out>/summaries/<row>.json: what the table was built from
 
@@ -53,10 +57,10 @@ class TableRow:
     alone: bool = False  # the trained pair's main agent benched alone (scheme single)
 
     @property
-    def adapter_roles(self) -> tuple[str, ...]:
+    def adapter_roles(self) -> tuple[Role, ...]:
         if self.alone:
-            return ("main",)
-        return {"grpo": ("main",), "magrpo": ("helper", "main")}.get(self.algo or "", ())
+            return (Role.MAIN,)
+        return {"grpo": (Role.MAIN,), "magrpo": (Role.HELPER, Role.MAIN)}.get(self.algo or "", ())
 
 
 CREDIT_OPTIONS = (("agent_credit", "joint"), ("problems", "humaneval:fit"), ("eval_every", 10),
@@ -191,7 +195,7 @@ OTHER_COMPARISONS = (
 # What a row's samples look like, from its summary: how long, how often they run, how often
 # main calls the helper (a trained row that wins by writing shorter code shows here), and who
 # did the work: main does work of its own with the helper's answer, the helper's code alone
-# solves the task (coopcode.written.analysis; summaries from before a rate show "—";
+# solves the task (coopcode.code_analysis.cooperation; summaries from before a rate show "—";
 # a column is left out when no row has it).
 PROFILE = {"mean_tokens": ("Tokens per sample", "{:.1f}"),
            "runnable_rate": ("Programs that run", "{:.1%}"),
@@ -391,7 +395,7 @@ def summary_of_run(folder: Path) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError):
         meta = {}
     identity = meta.get("identity") or {}
-    adapters = {role: identity[f"{role}_adapter"] for role in ("helper", "main")
+    adapters = {role: identity[f"{role}_adapter"] for role in (Role.HELPER, Role.MAIN)
                 if identity.get(f"{role}_adapter")}
     summary["meta"].update(wall_seconds=meta.get("wall_seconds"), adapters=adapters or None,
                            folder=str(folder))
@@ -493,7 +497,7 @@ def check_plan(plan: TablePlan) -> dict[str, tuple[str, str]]:
     return states
 
 
-def bench_row_adapters(spec: TableRow, run: Path | None) -> dict[str, str]:
+def bench_row_adapters(spec: TableRow, run: Path | None) -> dict[Role, str]:
     """The adapter folder per role a row's bench loads (none for the untrained rows)."""
     if run is None:
         return {}
@@ -503,7 +507,7 @@ def bench_row_adapters(spec: TableRow, run: Path | None) -> dict[str, str]:
 
 
 def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
-                    open_engine: Callable[[], Any], sandbox: Any,
+                    open_engine: Callable[[], Engine], sandbox: Any,
                     train_one: Callable[[Any, Path, bool], Any], emit: Any,
                     log: Callable[[str], None]) -> dict[str, Any]:
     """Train what is missing, bench each row (resuming), write the table into `plan.out`."""
@@ -534,7 +538,8 @@ def run_paper_table(plan: TablePlan, *, model: str | None, bench_config: Any,
             config = _row_config(bench_config, spec)
             log(f"bench {spec.key}: {spec.method} -> {plan.out / spec.key}")
             run_bench(config, problems, engine, sandbox, plan.out / spec.key,
-                      helper_adapter=names.get("helper"), main_adapter=names.get("main"), emit=emit)
+                      helper_adapter=names.get(Role.HELPER), main_adapter=names.get(Role.MAIN),
+                      emit=emit)
     summaries: dict[str, dict[str, Any]] = {}
     for spec in ROWS:  # the rows benched now, and those benched before
         summary = summary_of_run(plan.out / spec.key)

@@ -13,9 +13,9 @@ BENCHMARKS.md, "Divided work"). From those two files alone `build_table` gives:
   problems gained / lost / tied, sign test);
 - what the samples are: main calls aux; the helper passes all of aux's own tests (its
   contract); main passes with the reference aux in place of the helper's; the helper's code
-  alone solves the task; main copies the helper (`coopcode.written.copies`); "both needed"
-  among the passing samples (the pair passes, main with stubs for the helper's functions
-  fails, the helper's code alone fails: measured by running it, at bench time);
+  alone solves the task; main copies the helper (`coopcode.code_analysis.copies`); "both
+  needed" among the passing samples (the pair passes, main with stubs for the helper's
+  functions fails, the helper's code alone fails: measured by running it, at bench time);
 - the experiment's goal checked for each trained pair (`goal_checks`: above the untrained single
   model, the prompted contract pair and the GRPO row at pass@1, each paired source-clustered
   interval above 0, the per-problem one shown beside it, and "both needed" in at least half

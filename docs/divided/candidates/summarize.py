@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from coopcode.evaluation.report import pct
+
 HERE = Path(__file__).resolve().parent
 KEYS = ("val/pass@1", "val/both_needed")
 THIRDS = ((1, 15), (16, 30), (31, 45))
@@ -51,7 +53,8 @@ def _recipe(config: dict[str, Any]) -> str:
 
 def _constant_share(folder: Path, step: int) -> float | None:
     """The share of an evaluation's samples whose main answers every input with one literal
-    (`coopcode.written.code.answers_a_constant`): the guess the tests' partial credit pays."""
+    (`coopcode.code_analysis.program.answers_a_constant`): the guess the tests' partial credit
+    pays."""
     from coopcode.code_analysis.program import answers_a_constant
     from coopcode.evaluation.compare import read_records, samples_file
     from coopcode.training.validation import eval_dir
@@ -93,11 +96,11 @@ def candidate(folder: Path) -> dict[str, Any]:
 
 
 def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}"
+    return pct(x, digits=1)  # one decimal, as BENCHMARKS.md's candidates table has them
 
 
 def _pct_se(x: float | None, se: float | None) -> str:
-    return _pct(x) if se is None or x is None else f"{100 * x:.1f}±{100 * se:.1f}"
+    return _pct(x) if se is None or x is None else f"{_pct(x)}±{_pct(se)}"
 
 
 def choices(found: list[dict[str, Any]]) -> dict[str, Any]:
