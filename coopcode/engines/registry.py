@@ -57,7 +57,7 @@ ENGINE_KINDS: dict[str, EngineKind] = {kind.name: kind for kind in (
                options=("base_url", "api_key_env", "helper_model", "main_model"), served=True),
 )}
 
-# Earlier runs' manifests call the embedded engine's rollouts "local".
+# "local" names the embedded engine's rollouts too (a manifest may say it).
 ROLLOUT_ALIASES = {"local": "transformers"}
 
 
