@@ -2,7 +2,8 @@
 # A final run: the recipe chosen on validation (docs/divided-fair/recipe.txt, one line of
 # `coopcode train` options, written once the candidates are in), unchanged for every row:
 # MAGRPO on the contract pair from the pair's warm start, or GRPO (one agent) from the single
-# agent's, seeds 0-2, 90 steps of 4 compose:train problems (each problem about twice),
+# agent's, seeds 0-2, 45 steps of 4 compose:train problems (each problem once; the
+# candidates' length: 90 would pass the plan's CPU hours, RECORD.md 2026-12-05),
 # validated on compose:val every 15 steps (40 x 4), the best validated step kept.
 # Resumable: rerun the same line. A run not finished by a session's end is carried in git
 # (docs/divided/scripts/carry_run.sh pack runs/divided-fair/final-runs/ROW
@@ -33,6 +34,6 @@ if [ -f "$out/config.json" ]; then
   exec "${run[@]}" --resume --out "$out" </dev/null
 fi
 exec "${run[@]}" "${what[@]}" "${recipe[@]}" --reward own --problems compose:train \
-  --steps 90 --problems-per-step 4 -G 4 --max-new-tokens 256 --seed "$seed" --save-every 3 \
+  --steps 45 --problems-per-step 4 -G 4 --max-new-tokens 256 --seed "$seed" --save-every 3 \
   --micro-batch 2 --eval-every 15 --eval-problems compose:val --eval-n 4 --keep-step best \
   --out "$out" </dev/null
