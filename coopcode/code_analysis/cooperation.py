@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from coopcode.code_analysis.own_work import own_work
@@ -44,6 +45,15 @@ def analyse_cooperation(helper_code: str, main_code: str, entry_point: str = "",
                         helper_solves: bool | None = None) -> Cooperation:
     """Parse both agents' code (never run it) and say how they cooperated; `helper_solves`
     is what running the helper alone found (None: not run)."""
+    return _analysed(helper_code, main_code, entry_point, helper_solves)
+
+
+# The reading depends on the code alone and takes ~10 ms a pair: a run's summary and its
+# comparisons read each sample more than once (loading, summarising, pairing), and a
+# table reads every row's thousands of samples. Records are frozen, so one is shared.
+@lru_cache(maxsize=16384)
+def _analysed(helper_code: str, main_code: str, entry_point: str,
+              helper_solves: bool | None) -> Cooperation:
     try:
         helper_mod = ast.parse(helper_code or "")
         main_mod = ast.parse(main_code or "")
