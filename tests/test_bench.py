@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -118,12 +119,31 @@ def _seeds(out: Path) -> dict[tuple, list[tuple[str, int]]]:
             for r in _records(out)}
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory,
+                  tiny_model_dir: Path) -> Callable[[bool, dict[str, str]], Path]:
+    """The uninterrupted bench a killed one is compared with, run once for each setting the
+    kill points share (a bench is a model load and a few seconds of sampling)."""
+    done: dict[bool, Path] = {}
+
+    def reference(deterministic: bool, env: dict[str, str]) -> Path:
+        if deterministic not in done:
+            out = tmp_path_factory.mktemp("reference")
+            extra = ("--deterministic",) if deterministic else ()
+            subprocess.run(_bench_cmd(tiny_model_dir, out, *extra), env=env, check=True,
+                           capture_output=True, timeout=600)
+            done[deterministic] = out
+        return done[deterministic]
+
+    return reference
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kill_after_lines,deterministic", [(0, True), (4, True), (4, False)],
                          ids=["mid-generation", "after-4-samples", "after-4-samples-batched"])
 def test_sigkill_at_any_point_then_rerun_gives_the_same_samples(
     tmp_path: Path, tiny_model_dir: Path, kill_after_lines: int, deterministic: bool,
-    cli_env: dict[str, str],
+    cli_env: dict[str, str], uninterrupted: Callable[[bool, dict[str, str]], Path],
 ) -> None:
     """Kill `coopcode bench` with SIGKILL (mid-generation, or after some samples are written),
     rerun it: the same sample keys as an uninterrupted run, none lost or doubled, each drawn
@@ -131,9 +151,7 @@ def test_sigkill_at_any_point_then_rerun_gives_the_same_samples(
     alone) the texts are the uninterrupted run's too; batched, a regenerated sample may round
     differently, so only the keys and seeds are promised."""
     extra = ("--deterministic",) if deterministic else ()
-    reference = tmp_path / "reference"
-    subprocess.run(_bench_cmd(tiny_model_dir, reference, *extra), env=cli_env, check=True,
-                   capture_output=True, timeout=600)
+    reference = uninterrupted(deterministic, cli_env)
     killed = tmp_path / "killed"
     proc = subprocess.Popen(_bench_cmd(tiny_model_dir, killed, *extra), env=cli_env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
