@@ -59,3 +59,35 @@ def test_the_single_warm_start_against_the_first_rounds_is_counted_from_both_val
     assert flips and all(not s.get("passed") and "+ 2) % 26" in s["outputs"][-1]["code"]
                          for s in flips)
     assert "compose/flip_case_of_encrypt" in solved_old
+
+
+def _rates(by_task: dict[str, list[dict]]) -> dict[str, float]:
+    return {t: sum(bool(s.get("passed")) for s in ss) / len(ss) for t, ss in by_task.items()}
+
+
+def _paired(a: dict[str, float], b: dict[str, float]) -> tuple[float, float]:
+    """Mean per-problem difference a - b and its standard error over the shared problems."""
+    diffs = [a[t] - b[t] for t in sorted(a.keys() & b.keys())]
+    mean = sum(diffs) / len(diffs)
+    var = sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1)
+    return mean, (var / len(diffs)) ** 0.5
+
+
+def test_the_first_rounds_single_warm_start_on_the_new_text_is_its_committed_check() -> None:
+    check = REPO / "docs" / "divided-fair" / "checks" / "solo-text"
+    meta = json.loads((check / "meta.json").read_text())
+    assert meta["config"]["problems"] == "compose:val" and meta["config"]["n"] == 4
+    assert meta["identity"]["main_adapter"].endswith("compose-sft-solo-0.5b/main")
+    samples = [json.loads(x) for x in gzip.open(check / "samples.jsonl.gz", "rt")]
+    assert (sum(bool(s["passed"]) for s in samples), len(samples)) == (9, 160)
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for s in samples:
+        by_task[s["task_id"]].append(s)
+    _, _, new = _passing(SOLO, 45)
+    _, _, old = _passing(FIRST_SOLO, 45)
+    # the old adapter on the new text against the new adapter on it: within one SE
+    diff, se = _paired(_rates(by_task), _rates(new))
+    assert (round(diff, 3), round(se, 3)) == (-0.019, 0.019)
+    # the old adapter on the new text against itself on the old text: 2.6 SE lower
+    diff, se = _paired(_rates(by_task), _rates(old))
+    assert (round(diff, 3), round(se, 3)) == (-0.106, 0.041)
