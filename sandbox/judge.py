@@ -69,7 +69,7 @@ class Judge:
         self.step_depth = 0
         self.step_in_check = False
         # The running case's last call into the program and what it returned: a failed
-        # `assert candidate(x) == y` then says what candidate(x) was (issue 55).
+        # `assert candidate(x) == y` then says what candidate(x) was.
         self.last_call: tuple[str, tuple[Any, ...], dict[str, Any], Any] | None = None
 
     # ------------------------------------------------------------ talking to the child

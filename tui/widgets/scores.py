@@ -60,7 +60,7 @@ class LiveScores:
 
 def score_cell(r: dict[str, Any], metric: str) -> str:
     """`25.0% ±3.1` over `18.8–31.2%` (the standard error, then the 95% interval), or the
-    bare percentage for live rows and summaries written before intervals."""
+    bare percentage for live rows and summaries that hold no interval."""
     if metric not in r:
         return "—"
     value = _pct(r[metric])
