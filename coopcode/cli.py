@@ -549,9 +549,12 @@ def _mount_optional() -> None:
     """Commands that live beside their parts: the sandbox, problems, training and the TUI.
 
     Each part exposes `register(app)` (or a sub-app); importing it must stay cheap (heavy
-    imports happen inside the commands) so `coopcode --help` stays fast.
+    imports happen inside the commands) so `coopcode --help` stays fast. Parts built on the
+    package (the TUI) register themselves as `coopcode.commands` entry points (pyproject.toml):
+    the package never imports what is built on it, and a part that is not installed is absent.
     """
     import importlib
+    from importlib.metadata import entry_points
 
     try:
         from sandbox.cli import app as sandbox_app
@@ -559,14 +562,16 @@ def _mount_optional() -> None:
         pass
     else:
         app.add_typer(sandbox_app, name="sandbox", help="The sandbox: build the image, status, run a file.")
-    for module in ("coopcode.problem_sets.cli", "coopcode.training.cli", "tui.cli"):
+    for module in ("coopcode.problem_sets.cli", "coopcode.training.cli"):
+        importlib.import_module(module).register(app)
+    for entry in entry_points(group="coopcode.commands"):
         try:
-            part = importlib.import_module(module)
-        except ModuleNotFoundError as e:
-            if e.name is None or not module.startswith(e.name):
+            register = entry.load()
+        except ModuleNotFoundError as e:  # installed without what it needs: no command
+            if e.name is None or not entry.value.startswith(e.name):
                 raise
             continue
-        part.register(app)
+        register(app)
 
 
 _mount_optional()

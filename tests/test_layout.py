@@ -3,7 +3,8 @@ the floors below it, in the order docs/guide/layout.md draws them, and nothing o
 installed package (tui/, scripts/, docs/ ...), so no import runs back up and makes a circle.
 
 Every import is read from the syntax tree (nothing is imported), at any depth: a function's
-deferred import counts as much as a module's. `from coopcode import __version__` is the one
+deferred import, and a string naming a module outside the package (for `import_module`),
+count as much as a module's. `from coopcode import __version__` is the one
 import of the package root allowed inside it: any other name there loads lazily from a module
 of any floor, which would hide an upward import."""
 
@@ -16,6 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "coopcode"
 OUTSIDE = ("tui", "scripts", "docs", "tests", "benchmarks", "examples")
+DOTTED = re.compile(rf"^({'|'.join(OUTSIDE)})(\.[A-Za-z_]\w*)+$")  # "tui.cli"
 
 
 def floors() -> list[str]:
@@ -32,6 +34,9 @@ def imported_modules(path: Path) -> list[tuple[int, str, list[str]]]:
             out.append((node.lineno, node.module, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
             out.extend((node.lineno, a.name, []) for a in node.names)
+        elif (isinstance(node, ast.Constant) and isinstance(node.value, str)
+              and DOTTED.match(node.value)):
+            out.append((node.lineno, node.value, []))  # a module named for import_module
     return out
 
 
