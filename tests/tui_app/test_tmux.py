@@ -21,11 +21,19 @@ COOPCODE = Path(sys.executable).with_name("coopcode")
 
 
 class Tmux:
+    """One tmux server of its own per test (its own socket, `-L`).
+
+    A shared server exits when its last session is killed; a test starting the next
+    session while the last one's server was still going down got "server exited
+    unexpectedly" (CI saw that). A server per test has nothing to race with.
+    """
+
     def __init__(self, name: str) -> None:
         self.name = name
 
     def run(self, *args: str) -> str:
-        return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+        return subprocess.run(["tmux", "-L", self.name, *args], check=True,
+                              capture_output=True, text=True).stdout
 
     def capture(self) -> str:
         return self.run("capture-pane", "-p", "-t", self.name)
@@ -49,16 +57,16 @@ class Tmux:
         raise AssertionError(f"{texts!r} never all appeared; the pane shows:\n{self.capture()}")
 
     def alive(self) -> bool:
-        return subprocess.run(["tmux", "has-session", "-t", self.name],
+        return subprocess.run(["tmux", "-L", self.name, "has-session", "-t", self.name],
                               capture_output=True).returncode == 0
 
 
 @pytest.fixture
-def tmux(tmp_path: Path):
-    session = Tmux(f"coopcode-test-{os.getpid()}")
+def tmux(request: pytest.FixtureRequest):
+    session = Tmux(f"coopcode-test-{os.getpid()}-{request.node.name[:40]}")
     yield session
     if session.alive():
-        session.run("kill-session", "-t", session.name)
+        session.run("kill-server")
 
 
 def test_tui_in_tmux_streams_code_and_shows_test_results(tmux: Tmux, tmp_path: Path):
