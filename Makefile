@@ -56,8 +56,13 @@ demo-humaneval: image model tools
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
+# Two workers (pytest-xdist): most slow tests wait on a process, a container or a server more
+# than they compute. The tests marked serial (they stop the Docker daemon) run alone after.
+TEST_WORKERS ?= 2
 test: image model tools vllm-env
-	$(PY) -m pytest -q tests --durations=30 --junitxml=runs/test-report.xml
+	$(PY) -m pytest -q tests -m "not serial" -n $(TEST_WORKERS) --dist loadgroup --durations=30 \
+		--junitxml=runs/test-report.xml
+	$(PY) -m pytest -q tests -m serial --durations=5 --junitxml=runs/test-report-serial.xml
 
 test-fast: setup
 	$(PY) -m pytest -q tests -m "not slow and not model"

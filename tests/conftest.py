@@ -19,6 +19,15 @@ import coopcode  # noqa: F401
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On make test's workers (pytest-xdist, `--dist loadgroup`) the vLLM tests run on one
+    of them: they share its one `vllm serve` (a session fixture is one per worker), and
+    two vLLM processes at once would hold twice the memory."""
+    for item in items:
+        if item.get_closest_marker("vllm"):
+            item.add_marker(pytest.mark.xdist_group("vllm"))
+
+
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Qwen2 with the real tokenizer: exercises loading, LoRA and sampling fast.

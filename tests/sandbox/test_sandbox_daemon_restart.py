@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import docker_or_skip
 
-pytestmark = pytest.mark.docker
+# serial: stopping the daemon would fail any other worker's Docker test meanwhile
+pytestmark = [pytest.mark.docker, pytest.mark.serial]
 
 REPO = Path(__file__).resolve().parents[2]
 COPIES = 20  # 3,280 jobs (as in the trial): the daemon goes well before the run ends
