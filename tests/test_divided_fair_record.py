@@ -91,3 +91,35 @@ def test_the_first_rounds_single_warm_start_on_the_new_text_is_its_committed_che
     # the old adapter on the new text against itself on the old text: 2.6 SE lower
     diff, se = _paired(_rates(by_task), _rates(old))
     assert (round(diff, 3), round(se, 3)) == (-0.106, 0.041)
+
+
+ANCHORED = REPO / "docs" / "divided-fair" / "candidates" / "anchored"
+
+
+def test_the_anchored_candidates_curve_and_kept_step_are_its_committed_validations() -> None:
+    """RECORD.md's table of the anchored candidate: each validation's pass@1 counted from its
+    samples, the paired differences to step 0 over the 40 problems, and the step the tool's
+    rule keeps from those samples (step 30: step 45 leads it by 1.8 SE only)."""
+    from coopcode.training.validation import evaluations, keep
+
+    counted = {}
+    for step in (0, 15, 30, 45):
+        passed, total, by_task = _passing(ANCHORED, step)
+        assert (total, len(by_task)) == (160, 40)
+        counted[step] = {t: sum(bool(s.get("passed")) for s in ss) / len(ss)
+                         for t, ss in by_task.items()}
+    assert {s: round(100 * sum(v.values()) / 40, 1) for s, v in counted.items()} == {
+        0: 10.0, 15: 10.6, 30: 15.0, 45: 21.2}
+
+    def paired(a: int, b: int) -> tuple[float, float]:
+        d = [counted[a][t] - counted[b][t] for t in counted[a]]
+        mean = sum(d) / len(d)
+        se = (sum((x - mean) ** 2 for x in d) / (len(d) - 1) / len(d)) ** 0.5
+        return round(100 * mean, 1), round(100 * se, 1)
+
+    assert [paired(s, 0) for s in (15, 30, 45)] == [(0.6, 2.8), (5.0, 3.0), (11.2, 3.7)]
+    assert paired(45, 30) == (6.2, 3.4)
+    history = [json.loads(x) for x in (ANCHORED / "metrics.jsonl").read_text().splitlines() if x]
+    kept = keep(evaluations(ANCHORED, history))
+    assert kept is not None and (kept["step"], kept["best"], kept["preferred"]) == (30, 45, False)
+    assert json.loads((ANCHORED / "manifest.json").read_text())["kept"]["step"] == 30
