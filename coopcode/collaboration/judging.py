@@ -22,10 +22,8 @@ same verdict, cooperation and reward whichever job produced it.
 
 from __future__ import annotations
 
-import queue
 import re
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from coopcode.code_analysis.cooperation import analyse_cooperation
@@ -280,52 +278,13 @@ def judgement(written: Written, verdicts: Sequence[Verdict],
 
 
 def judge_all(items: Sequence[Written], sandbox: Sandbox, reward: Reward | str | None = None,
-              timeout: float = 5.0, on_result: Callable[[int, Verdict], None] | None = None,
-              jobs: Sequence[Sequence[Job]] | None = None) -> list[Judgement]:
-    """Judge many samples with one batch of sandbox jobs (`on_result(job, verdict)` as each
-    job finishes; `jobs`: each item's `sample_jobs` where the caller made them). A sample is judged as soon as its last verdict lands, on a thread of its
-    own while the sandbox runs the rest: the programs run in the sandbox's workers, the
-    judging (syntax trees, rewards) in this process, so the two overlap instead of the
-    judging waiting for the last program. The sandbox runs on the calling thread, so Ctrl+C
-    and a lost backend end the batch as they always have."""
-    per_item = jobs if jobs is not None else [sample_jobs(w, timeout) for w in items]
-    flat = [job for js in per_item for job in js]
-    owner = [i for i, js in enumerate(per_item) for _ in js]
-    starts = [0]
-    for js in per_item:
-        starts.append(starts[-1] + len(js))
-    verdicts: list[Verdict | None] = [None] * len(flat)
-    left = [len(js) for js in per_item]
-    out: list[Judgement | None] = [None] * len(items)
-    landed_lock = threading.Lock()
-    whole: queue.SimpleQueue[int | None] = queue.SimpleQueue()
-    failed: list[BaseException] = []
-
-    def landed(k: int, v: Verdict) -> None:
-        verdicts[k] = v
-        with landed_lock:
-            left[owner[k]] -= 1
-            if left[owner[k]] == 0:
-                whole.put(owner[k])
-        if on_result is not None:
-            on_result(k, v)
-
-    def judge() -> None:
-        while (i := whole.get()) is not None:
-            if failed:
-                continue  # an item failed to judge: the batch raises, drain the rest
-            try:
-                out[i] = judgement(items[i], verdicts[starts[i]:starts[i + 1]], reward)  # type: ignore[arg-type]
-            except BaseException as e:
-                failed.append(e)
-
-    judging = threading.Thread(target=judge, name="coopcode-judge", daemon=True)
-    judging.start()
-    try:
-        sandbox.run_many(flat, on_result=landed)
-    finally:
-        whole.put(None)
-    judging.join()
-    if failed:
-        raise failed[0]
-    return [j for j in out if j is not None]
+              timeout: float = 5.0) -> list[Judgement]:
+    """Judge many samples with one batch of sandbox jobs."""
+    per_item = [sample_jobs(w, timeout) for w in items]
+    flat = [job for jobs in per_item for job in jobs]
+    verdicts = sandbox.run_many(flat)
+    out, at = [], 0
+    for w, jobs in zip(items, per_item):
+        out.append(judgement(w, verdicts[at:at + len(jobs)], reward))
+        at += len(jobs)
+    return out

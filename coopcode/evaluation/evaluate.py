@@ -27,12 +27,13 @@ from typing import Any
 
 from coopcode.code_analysis.cooperation import cooperation_rates
 from coopcode.code_analysis.program import combine
-from coopcode.collaboration.judging import Written, judge_all, sample_jobs
+from coopcode.collaboration.judging import Written, judgement, sample_jobs
 from coopcode.core.errors import UserError
 from coopcode.core.events import Emit, Finished, Progress, Started, ignore
 from coopcode.core.inputs import read_jsonl
 from coopcode.evaluation.at_k import check_k, mean_acc_at_k, mean_pass_at_k
 from coopcode.problems import Problem
+from coopcode.rewards import resolve_reward
 from coopcode.schemes import has_helper, scheme_contract, scheme_names
 from sandbox import Sandbox
 
@@ -193,18 +194,21 @@ def score_samples(
                        scheme_contract(by_id[s.task_id], s.scheme, s.contract))
                for s in samples]
     per_sample = [sample_jobs(w, timeout) for w in written]
-    total = sum(len(js) for js in per_sample)
-    emit(Started(job="evaluate", total=total, meta={"file": label}))
+    jobs = [job for js in per_sample for job in js]
+    emit(Started(job="evaluate", total=len(jobs), meta={"file": label}))
     done = [0]
 
     def on_result(_i: int, _v: Any) -> None:
         done[0] += 1
-        if done[0] % 10 == 0 or done[0] == total:
-            emit(Progress(done=done[0], total=total, label="evaluate"))
+        if done[0] % 10 == 0 or done[0] == len(jobs):
+            emit(Progress(done=done[0], total=len(jobs), label="evaluate"))
 
     retries_before = int(getattr(sandbox, "infra_retries", 0))
-    # each sample's reward is `reward` resolved for its own scheme
-    judged = judge_all(written, sandbox, reward, timeout, on_result=on_result, jobs=per_sample)
+    verdicts = sandbox.run_many(jobs, on_result=on_result)
+    judged, at = [], 0
+    for s, w, js in zip(samples, written, per_sample):
+        judged.append(judgement(w, verdicts[at:at + len(js)], resolve_reward(reward, s.scheme)))
+        at += len(js)
     passed: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     fracs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     totals: dict[str, list[float]] = defaultdict(list)
