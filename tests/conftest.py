@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,14 +125,24 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 @pytest.fixture(scope="session", autouse=True)
 def measured_kernels_of_this_machine() -> Iterator[None]:
-    """Every test, and every process a test starts, reads and writes the number format and
-    kernels measured on this machine (`cpu_format.kernel_file()` as the session began), even
-    where it points COOPCODE_CACHE at an empty folder (the TUI's tests do): measuring them
-    again would cost each engine ~25 s. `kernel_memory` gives a test a fresh file instead."""
+    """Every test, and every process a test starts, reads and writes the suite's own memory
+    of the number format and kernels measured on this machine (`cpu-format.tests.json` beside
+    `cpu_format.kernel_file()`, begun as a copy of it), even where it points COOPCODE_CACHE at
+    an empty folder (the TUI's tests do): measuring them again would cost each engine ~25 s.
+    The user's own file is never written by the suite: kernels measured while other tests
+    (and the suite's second worker) load the cores can be the slower ones, and the user's
+    engines would keep them. `kernel_memory` gives a test a fresh file instead."""
     from coopcode.engines.embedded.cpu_format import KERNEL_FILE_ENV, kernel_file
 
+    users = kernel_file()
+    suites = users.with_name(users.stem + ".tests.json")
+    if not suites.exists() and users.exists():
+        users.parent.mkdir(parents=True, exist_ok=True)
+        staged = suites.with_name(f".{suites.name}.{os.getpid()}")
+        shutil.copyfile(users, staged)
+        staged.replace(suites)  # whole or not at all: the second worker may copy it too
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(KERNEL_FILE_ENV, str(kernel_file()))
+        mp.setenv(KERNEL_FILE_ENV, str(suites))
         yield
 
 

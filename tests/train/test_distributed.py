@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -107,6 +108,42 @@ def test_two_ranks_train_what_one_rank_trains(tiny_model_dir: Path, tmp_path: Pa
     print(f"updates agree at steps 1-{compared} of {STEPS}")
 
 
+def _tree(pid: int) -> list[int]:
+    """`pid` and every process below it."""
+    found, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        found.append(p)
+        for children in Path(f"/proc/{p}/task").glob("*/children"):
+            try:
+                todo += [int(c) for c in children.read_text().split()]
+            except OSError:
+                pass
+    return found
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except OSError:
+        return True
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL torchrun and its ranks, and wait until none runs: the ranks are in sessions of
+    their own (torch's elastic agent starts them so), so killing torchrun's group leaves them
+    running until they notice, and a rank still holding the run's lock refuses the resume."""
+    tree = _tree(pid)
+    for p in tree:
+        try:
+            os.kill(p, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 60
+    while not all(_gone(p) for p in tree) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def test_a_killed_two_rank_run_resumes_to_the_same_steps_without_repeating_data(
         tiny_model_dir: Path, tmp_path: Path, cli_env: dict[str, str]) -> None:
     env = {**cli_env, "OMP_NUM_THREADS": "1"}
@@ -123,7 +160,7 @@ def test_a_killed_two_rank_run_resumes_to_the_same_steps_without_repeating_data(
         if line.startswith("{") and json.loads(line).get("type") == "metric" and \
                 json.loads(line)["step"] == 1:
             break
-    os.killpg(first.pid, signal.SIGKILL)  # at once: a tiny-model step takes well under a second
+    _kill_tree(first.pid)  # at once: a tiny-model step takes well under a second
     first.wait()
     assert len(_metrics(two)) < STEPS  # it really was cut short
     again = subprocess.run([*_torchrun(2), *_argv(tiny_model_dir, two, "--resume")], env=env,

@@ -28,7 +28,9 @@ async def test_short_bench_fills_the_table_then_compares_runs(make_app, tiny_mod
                    autoload=False)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = app.screen
-        set_form(screen, ks="1", n="2", limit="1", **{"max-new-tokens": "16", "out-name": "tiny"})
+        # 128 tokens an agent: long enough that the screen's timer (every 0.5 s) sees the
+        # samples being written (16 came and went between two of its reads)
+        set_form(screen, ks="1", n="2", limit="1", **{"max-new-tokens": "128", "out-name": "tiny"})
         await pilot.press("ctrl+r")
         await wait_until(pilot, lambda: screen.job is not None)
         bar = screen.query_one("#bench-progress")
