@@ -66,7 +66,13 @@ async def test_start_watch_curves_and_checkpoints_then_stop(make_app, tiny_model
         assert loss.series.get("total") and loss.series.get("helper") and loss.series.get("main")
         # The checkpoint list updates as the run saves (every step for a short run).
         table = screen.query_one("#checkpoints")
-        await wait_until(pilot, lambda: table.row_count == 1, timeout=120, what="a checkpoint")
+        # (the row can appear before the run's manifest is written, its step "?" until the
+        # next refresh: wait for the step)
+        def step_cell() -> str:
+            return str(table.get_row_at(0)[-2]) if table.row_count == 1 else ""
+
+        await wait_until(pilot, lambda: step_cell().startswith("0 of "), timeout=120,
+                         what="a checkpoint and its kept step")
         row = [str(c) for c in table.get_row_at(0)]
         # The form validates (every 10 steps, from step 0): the run's adapters are the kept
         # step's, and the step cell says so; at 100 columns the optional algo column may go.
