@@ -137,7 +137,6 @@ def measured_kernels_of_this_machine() -> Iterator[None]:
     users = kernel_file()
     suites = users.with_name(users.stem + ".tests.json")
     if not suites.exists() and users.exists():
-        users.parent.mkdir(parents=True, exist_ok=True)
         staged = suites.with_name(f".{suites.name}.{os.getpid()}")
         shutil.copyfile(users, staged)
         staged.replace(suites)  # whole or not at all: the second worker may copy it too

@@ -109,16 +109,15 @@ def test_two_ranks_train_what_one_rank_trains(tiny_model_dir: Path, tmp_path: Pa
 
 
 def _tree(pid: int) -> list[int]:
-    """`pid` and every process below it."""
+    """`pid` and every process below it (from each process's parent: every kernel has it)."""
+    from sandbox.confine import children_by_parent
+
+    children = children_by_parent()
     found, todo = [], [pid]
     while todo:
         p = todo.pop()
         found.append(p)
-        for children in Path(f"/proc/{p}/task").glob("*/children"):
-            try:
-                todo += [int(c) for c in children.read_text().split()]
-            except OSError:
-                pass
+        todo += children.get(p, [])
     return found
 
 
