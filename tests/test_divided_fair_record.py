@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -123,3 +124,13 @@ def test_the_anchored_candidates_curve_and_kept_step_are_its_committed_validatio
     kept = keep(evaluations(ANCHORED, history))
     assert kept is not None and (kept["step"], kept["best"], kept["preferred"]) == (30, 45, False)
     assert json.loads((ANCHORED / "manifest.json").read_text())["kept"]["step"] == 30
+
+
+def test_what_the_anchored_kept_step_writes_is_counted_from_its_samples() -> None:
+    """RECORD.md: of the 160 step-30 validation samples, 139 mains end by returning an outer
+    function applied to aux's answer and 143 define a function inside the entry point."""
+    path = ANCHORED / "validation" / "step-000030" / "samples.jsonl.gz"
+    mains = [json.loads(x)["main_code"] for x in gzip.open(path, "rt")]
+    assert len(mains) == 160
+    assert sum(bool(re.search(r"return \w+\(aux\(", m)) for m in mains) == 139
+    assert sum(bool(re.search(r"^\s+def \w+\(", m, re.M)) for m in mains) == 143
