@@ -4,6 +4,7 @@
 # samples), the best validated step kept. Chosen on validation only. Resumable: rerun the
 # same line. THREADS=2 when nothing runs beside it (default 1); NICE=19 beside other work.
 #   bash docs/divided-fair/scripts/candidate.sh NAME
+#   bash docs/divided-fair/scripts/candidate.sh NAME --options   (its recipe's options alone)
 set -u
 cd "$(dirname "$0")/../../.."
 name=$1; shift
@@ -20,6 +21,7 @@ case "$name" in
                     --resample-constant-groups 2) ;;
   *) echo "candidate.sh: anchored, no-kl or one-lr, not '$name'" >&2; exit 2 ;;
 esac
+if [ "${1:-}" = --options ]; then echo "${recipe[*]}"; exit 0; fi
 out=runs/divided-fair/candidates/$name
 run=(nice -n "${NICE:-0}" .venv/bin/coopcode train --threads "${THREADS:-1}" --sandbox docker)
 if [ -f "$out/config.json" ]; then

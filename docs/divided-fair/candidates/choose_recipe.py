@@ -1,0 +1,118 @@
+"""The fair round's recipe, chosen on compose:val by the rule PLAN.md fixed before any run,
+from the candidates' committed records (each folder here: config, metrics, manifest, step
+samples and every validation's samples, kept by docs/divided/scripts/keep_run.sh).
+
+    .venv/bin/python docs/divided-fair/candidates/choose_recipe.py            # the table and the choice
+    .venv/bin/python docs/divided-fair/candidates/choose_recipe.py --json
+    .venv/bin/python docs/divided-fair/candidates/choose_recipe.py --name     # the chosen name alone
+
+The rule: each candidate is its kept step (`manifest.json` `kept.step`, the step the run
+itself kept); the one with the highest val pass@1 is chosen where it leads every other by more
+than two standard errors, paired over compose:val's problems (`stats.choose`); with no such
+lead, the simplest of the best and those it does not lead that far, simplest first in
+SIMPLEST (fewest options). No choice is made until every candidate has finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+# fewest options first: no-kl leaves out the anchor, one-lr the second rate
+SIMPLEST = ("no-kl", "one-lr", "anchored")
+
+
+def candidate(name: str, root: Path = HERE) -> dict[str, Any]:
+    """One candidate's curve, its kept step, and that step's per-problem val pass@1;
+    `finished` False (and nothing kept) while its record is missing or its run unfinished."""
+    from coopcode.training.validation import evaluations, per_problem
+
+    folder = root / name
+    if not (folder / "manifest.json").is_file():
+        return {"name": name, "finished": False, "step": 0, "total_steps": None, "curve": []}
+    manifest = json.loads((folder / "manifest.json").read_text())
+    rows = [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines() if x]
+    found = evaluations(folder, rows)
+    curve = [{"step": e["step"], "pass@1": e["figures"].get("val/pass@1"),
+              "se": e["figures"].get("val/pass@1_se")} for e in found]
+    finished = (manifest["step"] == manifest["total_steps"] or bool(manifest.get("stopped_early"))
+                ) and bool(manifest.get("kept"))
+    out = {"name": name, "finished": finished, "step": manifest["step"],
+           "total_steps": manifest["total_steps"], "curve": curve}
+    if finished:
+        kept = int(manifest["kept"]["step"])
+        row = next(e["row"] for e in found if e["step"] == kept)
+        out["kept"] = kept
+        out["per_problem"] = per_problem(row, "val/pass@1")
+    return out
+
+
+def choose_recipe(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule above over finished candidates: `{chosen, why, choice}`; chosen None while
+    any is unfinished."""
+    from coopcode.evaluation.stats import choose
+
+    waiting = [c["name"] for c in candidates if not c["finished"]]
+    if waiting:
+        return {"chosen": None, "why": f"waiting for {', '.join(waiting)}", "choice": None}
+    choice = choose({c["name"]: c["per_problem"] for c in candidates})
+    if choice.preferred:
+        return {"chosen": choice.preferred, "choice": choice.to_dict(),
+                "why": f"{choice.preferred} leads every other by more than two standard errors"}
+    within = [choice.best, *choice.tied]
+    chosen = min(within, key=SIMPLEST.index)
+    return {"chosen": chosen, "choice": choice.to_dict(),
+            "why": (f"{choice.best} leads, but not {', '.join(choice.tied)} by two standard "
+                    f"errors: the simplest of {', '.join(sorted(within, key=SIMPLEST.index))}")}
+
+
+def markdown(candidates: list[dict[str, Any]], result: dict[str, Any]) -> str:
+    def cell(point: dict[str, Any]) -> str:
+        if point["pass@1"] is None:
+            return ""
+        se = f" ±{100 * point['se']:.1f}" if point["se"] is not None else ""
+        return f"{100 * point['pass@1']:.1f}%{se}"
+
+    steps = sorted({p["step"] for c in candidates for p in c["curve"]})
+    lines = ["| candidate | " + " | ".join(f"step {s}" for s in steps) + " | kept |",
+             "|---|" + "---|" * (len(steps) + 1)]
+    for c in candidates:
+        by_step = {p["step"]: cell(p) for p in c["curve"]}
+        kept = (f"step {c['kept']}" if c["finished"] else "no record yet" if not c["total_steps"]
+                else f"not finished ({c['step']} of {c['total_steps']} steps)")
+        lines.append(f"| {c['name']} | " + " | ".join(by_step.get(s, "") for s in steps)
+                     + f" | {kept} |")
+    lines.append("")
+    lines.append(f"Chosen: **{result['chosen']}** ({result['why']})." if result["chosen"]
+                 else f"Not chosen yet: {result['why']}.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="everything, as JSON")
+    parser.add_argument("--name", action="store_true",
+                        help="the chosen candidate's name alone (exit 1 while not chosen)")
+    parser.add_argument("--root", type=Path, default=HERE,
+                        help="where the candidates' folders are (default: the committed records)")
+    args = parser.parse_args(argv)
+    candidates = [candidate(name, args.root) for name in SIMPLEST]
+    result = choose_recipe(candidates)
+    if args.name:
+        if not result["chosen"]:
+            print(f"choose_recipe.py: {result['why']}", file=sys.stderr)
+            return 1
+        print(result["chosen"])
+    elif args.json:
+        print(json.dumps({"candidates": candidates, **result}, indent=1))
+    else:
+        print(markdown(candidates, result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

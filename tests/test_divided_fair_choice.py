@@ -1,0 +1,82 @@
+"""The fair round's recipe choice (docs/divided-fair/candidates/choose_recipe.py), run on the
+committed anchored candidate's record standing in for each candidate at one of its steps: the
+rule PLAN.md fixed (the best kept step where it leads by two standard errors, else the
+simplest within two) and no choice before every candidate has finished."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _experiments import load
+
+REPO = Path(__file__).resolve().parent.parent
+CANDIDATES = REPO / "docs" / "divided-fair" / "candidates"
+SCRIPT = CANDIDATES / "choose_recipe.py"
+chooser = load("docs/divided-fair/candidates/choose_recipe.py")
+
+
+def _root(tmp_path: Path, kept: dict[str, int]) -> Path:
+    """Each named candidate: a copy of the anchored record whose manifest keeps `kept[name]`
+    (its validations: 10.0% at step 0, 10.6 at 15, 15.0 at 30, 21.2 at 45)."""
+    for name, step in kept.items():
+        folder = tmp_path / name
+        shutil.copytree(CANDIDATES / "anchored", folder)
+        manifest = json.loads((folder / "manifest.json").read_text())
+        manifest["kept"]["step"] = step
+        (folder / "manifest.json").write_text(json.dumps(manifest))
+    return tmp_path
+
+
+def _chosen(root: Path) -> dict:
+    return chooser.choose_recipe([chooser.candidate(n, root) for n in chooser.SIMPLEST])
+
+
+def test_the_committed_anchored_candidate_is_read_at_the_step_it_kept() -> None:
+    found = chooser.candidate("anchored")
+    assert found["finished"] and found["kept"] == 30
+    assert [p["step"] for p in found["curve"]] == [0, 15, 30, 45]
+    assert len(found["per_problem"]) == 40
+    assert sum(found["per_problem"].values()) / 40 == pytest.approx(0.15)
+
+
+def test_a_lead_of_two_standard_errors_chooses_the_leader_however_many_options_it_has(
+        tmp_path: Path) -> None:
+    # anchored at 45 (21.2%) leads both step-0 candidates by 11.2 +-3.7 points (3.0 SE)
+    result = _chosen(_root(tmp_path, {"no-kl": 0, "one-lr": 0, "anchored": 45}))
+    assert result["chosen"] == "anchored" and result["choice"]["preferred"] == "anchored"
+
+
+def test_without_that_lead_the_simplest_within_two_standard_errors_is_chosen(
+        tmp_path: Path) -> None:
+    # one-lr at 45 leads no-kl at 0 by 3.0 SE but anchored at 30 by 1.8 SE only
+    result = _chosen(_root(tmp_path / "a", {"no-kl": 0, "one-lr": 45, "anchored": 30}))
+    assert result["choice"]["best"] == "one-lr" and result["choice"]["tied"] == ["anchored"]
+    assert result["chosen"] == "one-lr"
+    # the same figures, no-kl the best: no-kl (simplest) though anchored is within 2 SE
+    result = _chosen(_root(tmp_path / "b", {"no-kl": 45, "one-lr": 0, "anchored": 30}))
+    assert result["chosen"] == "no-kl"
+    # anchored best but one-lr within 2 SE of it: one-lr
+    result = _chosen(_root(tmp_path / "c", {"no-kl": 0, "one-lr": 30, "anchored": 45}))
+    assert result["choice"]["best"] == "anchored" and result["chosen"] == "one-lr"
+
+
+def test_nothing_is_chosen_before_every_candidate_has_finished(tmp_path: Path) -> None:
+    root = _root(tmp_path, {"no-kl": 0, "one-lr": 45, "anchored": 30})
+    manifest = json.loads((root / "no-kl" / "manifest.json").read_text())
+    manifest["step"] = 6
+    (root / "no-kl" / "manifest.json").write_text(json.dumps(manifest))
+    assert _chosen(root)["chosen"] is None
+    shutil.rmtree(root / "one-lr")
+    done = subprocess.run([sys.executable, str(SCRIPT), "--root", str(root), "--name"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == "choose_recipe.py: waiting for no-kl, one-lr"
+    table = subprocess.run([sys.executable, str(SCRIPT), "--root", str(root)],
+                           capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert "| no-kl |" in table and "not finished (6 of 45 steps)" in table
+    assert "| one-lr |" in table and "no record yet" in table
