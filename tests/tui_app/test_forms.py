@@ -10,11 +10,11 @@ from tests.tui_app.conftest import wait_until
 
 def typed_ahead(app, *keys: str) -> None:
     """Keys read from the terminal before the app handled the first (a UI lagging behind a
-    model load): all queued at once, as the terminal driver queues them."""
+    model load): all queued at once on the app (`post_message`, what the terminal driver calls)."""
     for key in keys:
         event = events.Key(key, key if len(key) == 1 else None)
         event.set_sender(app)
-        app._driver.send_message(event)
+        app.post_message(event)
 
 
 async def test_unticked_boxes_are_drawn_empty(make_app):

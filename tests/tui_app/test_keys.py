@@ -129,7 +129,7 @@ async def test_escape_typed_twice_on_a_lagging_ui_leaves_the_stop_dialog_open(ma
             for _ in range(2):  # both read from the terminal before the UI handled the first
                 key = events.Key("escape", "\x1b")
                 key.set_sender(app)
-                app._driver.send_message(key)
+                app.post_message(key)
             await wait_until(pilot, lambda: type(app.screen).__name__ == "ConfirmDialog")
             await pilot.pause(0.3)
             assert type(app.screen).__name__ == "ConfirmDialog"

@@ -55,7 +55,7 @@ class LoopWatch:
 async def press_and_time(pilot: Any, key: str, effect: Any) -> float:
     """Seconds from a key reaching the app to its effect.
 
-    The key goes straight to the driver: `pilot.press` would also wait for the whole process
+    The key is queued as the terminal driver queues it: `pilot.press` would also wait for the whole process
     to go idle (up to 2 s), which it never does while a model generates on another thread.
     """
     from textual import events
@@ -64,7 +64,7 @@ async def press_and_time(pilot: Any, key: str, effect: Any) -> float:
     started = time.monotonic()
     key_event = events.Key(key, None)
     key_event.set_sender(app)
-    app._driver.send_message(key_event)
+    app.post_message(key_event)
     await wait_until(pilot, effect, timeout=10, what=f"effect of {key}")
     return time.monotonic() - started
 
