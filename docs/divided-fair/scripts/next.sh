@@ -9,7 +9,8 @@
 #   4. the untrained baselines and the two warm starts on compose:test;
 #   5. seeds 1 and 2 likewise.
 # Each finished bench is kept in docs/divided-fair/ (keep.sh), each final's training record
-# in runs/ROW (keep_run.sh): commit them, and read 20 samples of each final by hand.
+# in runs/ROW (keep_run.sh) and its kept adapters in checkpoints/compose-fair-ROW-0.5b
+# (keep_checkpoint.sh): commit them, and read 20 samples of each final by hand.
 #   bash docs/divided-fair/scripts/next.sh >> runs/logs/fair-round.log 2>&1 &
 set -u
 cd "$(dirname "$0")/../../.."
@@ -47,6 +48,8 @@ final() {  # ROW: train, keep the record, bench at the kept step, keep the bench
   finished_run "$run" || { say "final $row"; bash "$scripts/final.sh" "$row"; }
   finished_run "$run" || { say "stopped: final $row has not finished"; exit 1; }
   finished_run "$here/runs/$row" || bash docs/divided/scripts/keep_run.sh "$run" "$here/runs/$row" || exit
+  [ -d "checkpoints/compose-fair-$row-0.5b/main" ] \
+    || bash "$scripts/keep_checkpoint.sh" "$run" "checkpoints/compose-fair-$row-0.5b" || exit
   if ! bench_done "runs/divided-fair/humaneval/$row"; then
     say "bench $row"; bash "$scripts/bench_final.sh" "$row"
     bench_done "runs/divided-fair/humaneval/$row" || { say "stopped: bench $row"; exit 1; }
