@@ -1,7 +1,8 @@
 """The fair round's recipe choice (docs/divided-fair/candidates/choose_recipe.py), run on the
 committed anchored candidate's record standing in for each candidate at one of its steps: the
 rule PLAN.md fixed (the best kept step where it leads by two standard errors, else the
-simplest within two) and no choice before every candidate has finished."""
+simplest within two, a candidate that kept its start left out) and no choice before every
+candidate has finished."""
 
 from __future__ import annotations
 
@@ -46,27 +47,50 @@ def test_the_committed_anchored_candidate_is_read_at_the_step_it_kept() -> None:
 
 def test_a_lead_of_two_standard_errors_chooses_the_leader_however_many_options_it_has(
         tmp_path: Path) -> None:
-    # anchored at 45 (21.2%) leads both step-0 candidates by 11.2 +-3.7 points (3.0 SE)
-    result = _chosen(_root(tmp_path, {"no-kl": 0, "one-lr": 0, "anchored": 45}))
+    # anchored at 45 (21.2%) leads both candidates kept at step 15 (10.6%) by > 2 SE
+    result = _chosen(_root(tmp_path, {"no-kl": 15, "one-lr": 15, "anchored": 45}))
     assert result["chosen"] == "anchored" and result["choice"]["preferred"] == "anchored"
+    assert result["as_written"] == "anchored"
 
 
 def test_without_that_lead_the_simplest_within_two_standard_errors_is_chosen(
         tmp_path: Path) -> None:
-    # one-lr at 45 leads no-kl at 0 by 3.0 SE but anchored at 30 by 1.8 SE only
-    result = _chosen(_root(tmp_path / "a", {"no-kl": 0, "one-lr": 45, "anchored": 30}))
+    # one-lr at 45 leads no-kl at 15 by > 2 SE but anchored at 30 by 1.8 SE only
+    result = _chosen(_root(tmp_path / "a", {"no-kl": 15, "one-lr": 45, "anchored": 30}))
     assert result["choice"]["best"] == "one-lr" and result["choice"]["tied"] == ["anchored"]
     assert result["chosen"] == "one-lr"
     # the same figures, no-kl the best: no-kl (simplest) though anchored is within 2 SE
-    result = _chosen(_root(tmp_path / "b", {"no-kl": 45, "one-lr": 0, "anchored": 30}))
+    result = _chosen(_root(tmp_path / "b", {"no-kl": 45, "one-lr": 15, "anchored": 30}))
     assert result["chosen"] == "no-kl"
     # anchored best but one-lr within 2 SE of it: one-lr
-    result = _chosen(_root(tmp_path / "c", {"no-kl": 0, "one-lr": 30, "anchored": 45}))
+    result = _chosen(_root(tmp_path / "c", {"no-kl": 15, "one-lr": 30, "anchored": 45}))
     assert result["choice"]["best"] == "anchored" and result["chosen"] == "one-lr"
 
 
+def test_a_candidate_that_kept_its_start_is_not_a_recipe(tmp_path: Path) -> None:
+    # anchored at 30 (15.0%) leads no-kl at 0 (10.0%) by 1.7 SE and one-lr at 15 by less:
+    # as first written the rule takes the simplest, no-kl, a run that kept its warm start
+    root = _root(tmp_path / "a", {"no-kl": 0, "one-lr": 15, "anchored": 30})
+    result = _chosen(root)
+    assert result["as_written"] == "no-kl"
+    assert result["chosen"] == "one-lr" and result["why"].endswith("; no-kl kept its start")
+    table = subprocess.run([sys.executable, str(SCRIPT), "--root", str(root)],
+                           capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert "Chosen: **one-lr**" in table
+    assert "the rule as first written gives no-kl." in table
+    # one left: chosen alone; none left: nothing chosen
+    result = _chosen(_root(tmp_path / "b", {"no-kl": 0, "one-lr": 0, "anchored": 30}))
+    assert result["chosen"] == "anchored" and result["as_written"] == "no-kl"
+    result = _chosen(_root(tmp_path / "c", {"no-kl": 0, "one-lr": 0, "anchored": 0}))
+    assert result["chosen"] is None and result["why"] == "no candidate kept a step after its start"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--root", str(tmp_path / "c"), "--name"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 1
+    assert done.stderr.strip() == "choose_recipe.py: no candidate kept a step after its start"
+
+
 def test_nothing_is_chosen_before_every_candidate_has_finished(tmp_path: Path) -> None:
-    root = _root(tmp_path, {"no-kl": 0, "one-lr": 45, "anchored": 30})
+    root = _root(tmp_path, {"no-kl": 15, "one-lr": 45, "anchored": 30})
     manifest = json.loads((root / "no-kl" / "manifest.json").read_text())
     manifest["step"] = 6
     (root / "no-kl" / "manifest.json").write_text(json.dumps(manifest))

@@ -126,6 +126,37 @@ def test_the_anchored_candidates_curve_and_kept_step_are_its_committed_validatio
     assert json.loads((ANCHORED / "manifest.json").read_text())["kept"]["step"] == 30
 
 
+NO_KL = REPO / "docs" / "divided-fair" / "candidates" / "no-kl"
+
+
+def _rates_by_step(run: Path) -> dict[int, dict[str, float]]:
+    out = {}
+    for step in (0, 15, 30, 45):
+        _, total, by_task = _passing(run, step)
+        assert (total, len(by_task)) == (160, 40)
+        out[step] = _rates(by_task)
+    return out
+
+
+def test_the_no_kl_candidates_curve_and_kept_step_are_its_committed_validations() -> None:
+    """RECORD.md's table of the no-kl candidate (the anchored recipe without its KL to the
+    warm start): flat, so the tool keeps step 0; at step 45 the anchored candidate leads it by
+    11.2 points (paired over the same 40 problems)."""
+    from coopcode.training.validation import evaluations, keep
+
+    no_kl, anchored = _rates_by_step(NO_KL), _rates_by_step(ANCHORED)
+    assert {s: round(100 * sum(v.values()) / 40, 1) for s, v in no_kl.items()} == {
+        0: 10.0, 15: 11.2, 30: 11.2, 45: 10.0}
+    assert no_kl[0] == anchored[0]  # the same warm pair, seed and samples
+    rounded = [tuple(round(100 * x, 1) for x in _paired(no_kl[s], no_kl[0])) for s in (15, 30, 45)]
+    assert rounded == [(1.2, 2.5), (1.2, 3.3), (0.0, 3.1)]
+    assert tuple(round(100 * x, 1) for x in _paired(anchored[45], no_kl[45])) == (11.2, 2.8)
+    history = [json.loads(x) for x in (NO_KL / "metrics.jsonl").read_text().splitlines() if x]
+    kept = keep(evaluations(NO_KL, history))
+    assert kept is not None and (kept["step"], kept["best"], kept["preferred"]) == (0, 15, False)
+    assert json.loads((NO_KL / "manifest.json").read_text())["kept"]["step"] == 0
+
+
 def test_what_the_anchored_kept_step_writes_is_counted_from_its_samples() -> None:
     """RECORD.md: of the 160 step-30 validation samples, 139 mains end by returning an outer
     function applied to aux's answer and 143 define a function inside the entry point."""

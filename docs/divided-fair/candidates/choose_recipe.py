@@ -10,7 +10,10 @@ The rule: each candidate is its kept step (`manifest.json` `kept.step`, the step
 itself kept); the one with the highest val pass@1 is chosen where it leads every other by more
 than two standard errors, paired over compose:val's problems (`stats.choose`); with no such
 lead, the simplest of the best and those it does not lead that far, simplest first in
-SIMPLEST (fewest options). No choice is made until every candidate has finished.
+SIMPLEST (fewest options). No choice is made until every candidate has finished. A candidate
+whose run kept step 0 (its warm start: training found nothing better) is not a recipe and is
+left out of the comparison (an amendment made before the last candidate finished, RECORD.md
+2026-12-06); what the rule gives with it left in is printed beside.
 """
 
 from __future__ import annotations
@@ -51,23 +54,40 @@ def candidate(name: str, root: Path = HERE) -> dict[str, Any]:
     return out
 
 
-def choose_recipe(candidates: list[dict[str, Any]]) -> dict[str, Any]:
-    """The rule above over finished candidates: `{chosen, why, choice}`; chosen None while
-    any is unfinished."""
+def _by_rule(candidates: list[dict[str, Any]]) -> tuple[str | None, str, dict | None]:
+    """PLAN.md's rule over finished candidates: (chosen, why, the two-SE comparison)."""
     from coopcode.evaluation.stats import choose
 
-    waiting = [c["name"] for c in candidates if not c["finished"]]
-    if waiting:
-        return {"chosen": None, "why": f"waiting for {', '.join(waiting)}", "choice": None}
+    if len(candidates) == 1:
+        return candidates[0]["name"], "the only one", None
     choice = choose({c["name"]: c["per_problem"] for c in candidates})
     if choice.preferred:
-        return {"chosen": choice.preferred, "choice": choice.to_dict(),
-                "why": f"{choice.preferred} leads every other by more than two standard errors"}
-    within = [choice.best, *choice.tied]
-    chosen = min(within, key=SIMPLEST.index)
-    return {"chosen": chosen, "choice": choice.to_dict(),
-            "why": (f"{choice.best} leads, but not {', '.join(choice.tied)} by two standard "
-                    f"errors: the simplest of {', '.join(sorted(within, key=SIMPLEST.index))}")}
+        return (choice.preferred, f"{choice.preferred} leads every other by more than two "
+                "standard errors", choice.to_dict())
+    within = sorted([choice.best, *choice.tied], key=SIMPLEST.index)
+    return (within[0], f"{choice.best} leads, but not {', '.join(choice.tied)} by two "
+            f"standard errors: the simplest of {', '.join(within)}", choice.to_dict())
+
+
+def choose_recipe(candidates: list[dict[str, Any]]) -> dict[str, Any]:
+    """The rule above over finished candidates: `{chosen, why, choice, as_written}`; chosen
+    None while any is unfinished or when none kept a step after its start. `as_written` is
+    what the rule gives with the candidates that kept their start left in (RECORD.md,
+    2026-12-06: the amendment and why)."""
+    waiting = [c["name"] for c in candidates if not c["finished"]]
+    if waiting:
+        return {"chosen": None, "why": f"waiting for {', '.join(waiting)}", "choice": None,
+                "as_written": None}
+    as_written = _by_rule(candidates)[0]
+    trained = [c for c in candidates if c["kept"] > 0]
+    if not trained:
+        return {"chosen": None, "why": "no candidate kept a step after its start",
+                "choice": None, "as_written": as_written}
+    chosen, why, choice = _by_rule(trained)
+    left = [c["name"] for c in candidates if c["kept"] == 0]
+    if left:
+        why += f"; {', '.join(left)} kept {'its' if len(left) == 1 else 'their'} start"
+    return {"chosen": chosen, "why": why, "choice": choice, "as_written": as_written}
 
 
 def markdown(candidates: list[dict[str, Any]], result: dict[str, Any]) -> str:
@@ -88,7 +108,10 @@ def markdown(candidates: list[dict[str, Any]], result: dict[str, Any]) -> str:
                      + f" | {kept} |")
     lines.append("")
     lines.append(f"Chosen: **{result['chosen']}** ({result['why']})." if result["chosen"]
-                 else f"Not chosen yet: {result['why']}.")
+                 else f"Not chosen: {result['why']}.")
+    if result["as_written"] and result["as_written"] != result["chosen"]:
+        lines.append(f"With the candidates that kept their start left in, the rule as first "
+                     f"written gives {result['as_written']}.")
     return "\n".join(lines)
 
 
