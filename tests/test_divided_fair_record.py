@@ -103,12 +103,7 @@ def test_the_anchored_candidates_curve_and_kept_step_are_its_committed_validatio
     rule keeps from those samples (step 30: step 45 leads it by 1.8 SE only)."""
     from coopcode.training.validation import evaluations, keep
 
-    counted = {}
-    for step in (0, 15, 30, 45):
-        passed, total, by_task = _passing(ANCHORED, step)
-        assert (total, len(by_task)) == (160, 40)
-        counted[step] = {t: sum(bool(s.get("passed")) for s in ss) / len(ss)
-                         for t, ss in by_task.items()}
+    counted = _rates_by_step(ANCHORED)
     assert {s: round(100 * sum(v.values()) / 40, 1) for s, v in counted.items()} == {
         0: 10.0, 15: 10.6, 30: 15.0, 45: 21.2}
 
