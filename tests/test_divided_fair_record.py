@@ -150,6 +150,16 @@ def test_the_no_kl_candidates_curve_and_kept_step_are_its_committed_validations(
     kept = keep(evaluations(NO_KL, history))
     assert kept is not None and (kept["step"], kept["best"], kept["preferred"]) == (0, 15, False)
     assert json.loads((NO_KL / "manifest.json").read_text())["kept"]["step"] == 0
+    # the training metrics RECORD.md quotes
+    steps = [r for r in history if r["step"] > 0]
+    assert len(steps) == 45 and all(r["main/constant_answers"] == 0 for r in steps)
+    assert [(r["step"], round(r["main/grad_norm"])) for r in steps
+            if r["main/grad_norm"] > 150] == [(39, 308), (41, 218)]
+    mean = lambda key, rows: round(sum(r[key] for r in rows) / len(rows), 2)  # noqa: E731
+    assert (mean("reward/mean", steps[:10]), mean("reward/mean", steps[-10:])) == (1.41, 1.49)
+    assert (mean("pass_rate", steps[:10]), mean("pass_rate", steps[-10:])) == (0.18, 0.25)
+    assert [round(100 * r["val/own_work"]) for r in history if "val/own_work" in r] == [
+        70, 73, 74, 69]
 
 
 def test_what_the_anchored_kept_step_writes_is_counted_from_its_samples() -> None:
@@ -160,3 +170,19 @@ def test_what_the_anchored_kept_step_writes_is_counted_from_its_samples() -> Non
     assert len(mains) == 160
     assert sum(bool(re.search(r"return \w+\(aux\(", m)) for m in mains) == 139
     assert sum(bool(re.search(r"^\s+def \w+\(", m, re.M)) for m in mains) == 143
+
+
+def test_the_one_lr_candidates_first_steps_are_its_committed_record() -> None:
+    """RECORD.md on one-lr so far (its record kept mid-run, 15 of 45 steps): step times and
+    main's two gradient spikes, with main at the helper's rate."""
+    run = REPO / "docs" / "divided-fair" / "candidates" / "one-lr"
+    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    first = [r for r in history if 0 < r["step"] <= 12]
+    assert len(first) == 12 and (min(r["step_seconds"] for r in first),
+                                 max(r["step_seconds"] for r in first)) == pytest.approx(
+        (126, 262), abs=0.5)
+    assert sum(r["step_seconds"] for r in first) / 12 == pytest.approx(170, abs=1)
+    spikes = [(r["step"], round(r["main/grad_norm"])) for r in first if r["main/grad_norm"] > 210]
+    assert spikes == [(8, 779), (9, 1745)] and round(first[9]["main/grad_norm"]) == 53
+    assert max(r["helper/grad_norm"] for r in first) < 97
+    assert {r["step"]: r["main/lr"] == r["helper/lr"] for r in first} == dict.fromkeys(range(1, 13), True)
