@@ -56,12 +56,11 @@ demo-humaneval: image model tools
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
-# TEST_WORKERS=2 runs the suite on two workers (pytest-xdist; ~22 min of pytest against ~30 on
-# one): most slow tests wait on a process, a container or a server more than they compute. One
-# stays the default until two have passed from a fresh clone with no race between tests
-# (docs/benchmarks/test-suite.md). The tests marked serial (they stop the Docker daemon) run
-# alone after the rest either way.
-TEST_WORKERS ?= 1
+# The suite runs on two workers (pytest-xdist; ~23 min of pytest against ~31 on one): most slow
+# tests wait on a process, a container or a server more than they compute. TEST_WORKERS=1 runs
+# it in one process (docs/benchmarks/test-suite.md has both). The tests marked serial (they stop
+# the Docker daemon) run alone after the rest either way.
+TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 test: image model tools vllm-env
 	$(PY) -m pytest -q tests -m "not serial" $(XDIST) --durations=30 \
