@@ -104,3 +104,26 @@ def test_nothing_is_chosen_before_every_candidate_has_finished(tmp_path: Path) -
                            capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert "| no-kl |" in table and "not finished (6 of 45 steps)" in table
     assert "| one-lr |" in table and "no record yet" in table
+
+
+RECORD = REPO / "docs" / "divided-fair" / "run_record.py"
+
+
+@pytest.mark.parametrize(("change", "finished"), [
+    ({}, True),                                      # the last step, a step kept
+    ({"step": 44}, False),                           # one step short
+    ({"step": 30, "stopped_early": True}, True),     # stopped itself after 30
+    ({"kept": None}, False),                         # the last step, nothing kept
+])
+def test_the_queue_waits_for_a_run_that_ended_and_kept_a_step(
+        tmp_path: Path, change: dict, finished: bool) -> None:
+    """What next.sh and bench_final.sh ask before they choose, bench or keep a run:
+    `run_record.py finished FOLDER`, on the anchored record with its manifest changed."""
+    folder = _root(tmp_path, {"run": 30}) / "run"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, **change}))
+    done = subprocess.run([sys.executable, str(RECORD), "finished", str(folder)], cwd=REPO)
+    assert done.returncode == (0 if finished else 1)
+    (folder / "metrics.jsonl").unlink()
+    done = subprocess.run([sys.executable, str(RECORD), "finished", str(folder)], cwd=REPO)
+    assert done.returncode == 1

@@ -186,3 +186,16 @@ def test_the_one_lr_candidates_first_steps_are_its_committed_record() -> None:
     assert spikes == [(8, 779), (9, 1745)] and round(first[9]["main/grad_norm"]) == 53
     assert max(r["helper/grad_norm"] for r in first) < 97
     assert {r["step"]: r["main/lr"] == r["helper/lr"] for r in first} == dict.fromkeys(range(1, 13), True)
+
+
+def test_the_step_and_validation_times_behind_the_no_cut_decision_are_the_candidates() -> None:
+    """RECORD.md, no further cut: each finished candidate's four validations (minutes) and its
+    mean step (seconds)."""
+    found = {}
+    for run in (NO_KL, ANCHORED):
+        history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+        steps = [r["step_seconds"] for r in history if "step_seconds" in r]
+        vals = [r["val/seconds"] for r in history if "val/seconds" in r]
+        assert len(steps) == 45 and len(vals) == 4
+        found[run.name] = (round(sum(vals) / 60, 1), round(sum(steps) / len(steps)))
+    assert found == {"no-kl": (19.6, 124), "anchored": (22.8, 217)}

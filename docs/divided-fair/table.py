@@ -40,6 +40,9 @@ sys.path.insert(0, str(HERE.parent / "divided"))  # the first round's builder, b
 from divided_records import Interval, RowFigures  # noqa: E402
 from divided_table import row_figures  # noqa: E402
 
+sys.path.insert(0, str(HERE))  # run_record.py, read by every script of this round
+import run_record  # noqa: E402
+
 KS = (1, 10)
 SEEDS = (0, 1, 2)
 BASELINES = ("single", "sequential", "contract", "plan")
@@ -88,29 +91,21 @@ def kept_record(run: Path) -> dict[str, Any] | None:
     """What a final's training record says of its kept step: the step, whether it is after
     0, and whether the last evaluation is within two standard errors of it (paired over
     compose:val's problems) or the run stopped itself."""
-    from coopcode.training.validation import evaluations, per_problem
-
-    try:
-        manifest = json.loads((run / "manifest.json").read_text())
-        history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
-    except (OSError, ValueError):
+    record = run_record.read(run)
+    if record is None or record.kept is None:
         return None
-    kept = (manifest.get("kept") or {}).get("step")
-    if not isinstance(kept, int):
-        return None
-    found = {e["step"]: e for e in evaluations(run, history)}
-    last = max(found) if found else None
+    kept = record.kept
+    last = max(record.evaluations) if record.evaluations else None
     held = None
-    if last is not None and kept in found and found[kept].get("row") and found[last].get("row"):
-        lead = stats.lead(per_problem(found[kept]["row"], "val/pass@1"),
-                          per_problem(found[last]["row"], "val/pass@1"))
-        held = lead.in_se is not None and lead.in_se <= stats.PREFER_SE
-    return {"kept_step": kept, "last_step": last, "steps": manifest.get("total_steps"),
-            "stopped_early": bool(manifest.get("stopped_early")),
-            "last_within_2se": held,
-            "val_kept": (found.get(kept) or {}).get("figures", {}).get("val/pass@1"),
-            "val_last": (found.get(last) or {}).get("figures", {}).get("val/pass@1")
-            if last is not None else None}
+    if last is not None:
+        at_kept, at_last = record.per_problem(kept), record.per_problem(last)
+        if at_kept is not None and at_last is not None:
+            lead = stats.lead(at_kept, at_last)
+            held = lead.in_se is not None and lead.in_se <= stats.PREFER_SE
+    return {"kept_step": kept, "last_step": last, "steps": record.total_steps,
+            "stopped_early": record.stopped_early, "last_within_2se": held,
+            "val_kept": record.figure(kept),
+            "val_last": record.figure(last) if last is not None else None}
 
 
 def build_table(root: Path = HERE) -> dict[str, Any]:

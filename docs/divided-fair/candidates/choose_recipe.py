@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # run_record.py, beside the round's data
+import run_record  # noqa: E402
+
 # fewest options first: no-kl leaves out the anchor, one-lr the second rate
 SIMPLEST = ("no-kl", "one-lr", "anchored")
 
@@ -32,25 +35,16 @@ SIMPLEST = ("no-kl", "one-lr", "anchored")
 def candidate(name: str, root: Path = HERE) -> dict[str, Any]:
     """One candidate's curve, its kept step, and that step's per-problem val pass@1;
     `finished` False (and nothing kept) while its record is missing or its run unfinished."""
-    from coopcode.training.validation import evaluations, per_problem
-
-    folder = root / name
-    if not (folder / "manifest.json").is_file():
+    record = run_record.read(root / name)
+    if record is None:
         return {"name": name, "finished": False, "step": 0, "total_steps": None, "curve": []}
-    manifest = json.loads((folder / "manifest.json").read_text())
-    rows = [json.loads(x) for x in (folder / "metrics.jsonl").read_text().splitlines() if x]
-    found = evaluations(folder, rows)
-    curve = [{"step": e["step"], "pass@1": e["figures"].get("val/pass@1"),
-              "se": e["figures"].get("val/pass@1_se")} for e in found]
-    finished = (manifest["step"] == manifest["total_steps"] or bool(manifest.get("stopped_early"))
-                ) and bool(manifest.get("kept"))
-    out = {"name": name, "finished": finished, "step": manifest["step"],
-           "total_steps": manifest["total_steps"], "curve": curve}
-    if finished:
-        kept = int(manifest["kept"]["step"])
-        row = next(e["row"] for e in found if e["step"] == kept)
-        out["kept"] = kept
-        out["per_problem"] = per_problem(row, "val/pass@1")
+    curve = [{"step": step, "pass@1": record.figure(step), "se": record.figure(step, "val/pass@1_se")}
+             for step in sorted(record.evaluations)]
+    out = {"name": name, "finished": record.finished, "step": record.step,
+           "total_steps": record.total_steps, "curve": curve}
+    if record.finished and record.kept is not None:
+        out["kept"] = record.kept
+        out["per_problem"] = record.per_problem(record.kept)
     return out
 
 

@@ -25,8 +25,7 @@ case "$row" in
   magrpo-seed[012]|grpo-seed[012]) run=runs/divided-fair/final-runs/$row ;;
   *) echo "bench_final.sh: magrpo-seed0..2, grpo-seed0..2, warm-pair or warm-solo, not '$row'" >&2; exit 2 ;;
 esac
-python3 -c "import json,sys; m=json.load(open('$run/manifest.json')); sys.exit(0 if m['step']==m['total_steps'] or m.get('stopped_early') else 1)" \
-  || { echo "bench_final.sh: $run has not finished" >&2; exit 2; }
+.venv/bin/python docs/divided-fair/run_record.py finished "$run" || { echo "bench_final.sh: $run has not finished" >&2; exit 2; }
 if [ "${row%%-*}" = grpo ]; then
   bench --problems compose:test --reward own --scheme single --main-adapter "$run/main" \
     --out "runs/divided-fair/final/$row" || exit

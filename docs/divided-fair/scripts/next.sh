@@ -19,9 +19,8 @@ scripts=$here/scripts
 export THREADS=${THREADS:-2}
 
 say() { echo "next.sh $(date -u +%H:%M:%S): $*"; }
-finished_run() {  # a training run's folder whose run ended (last step, or stopped itself)
-  [ -f "$1/manifest.json" ] && python3 -c "import json,sys; m=json.load(open('$1/manifest.json'))
-sys.exit(0 if (m['step']==m['total_steps'] or m.get('stopped_early')) and m.get('kept') else 1)"
+finished_run() {  # a run's folder (or its kept record) whose run ended and kept a step
+  .venv/bin/python docs/divided-fair/run_record.py finished "$1"
 }
 bench_done() { [ -f "$1/summary.json" ]; }
 keep_bench() {  # RUN_FOLDER DEST
