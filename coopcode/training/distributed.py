@@ -92,17 +92,25 @@ def init_ranks() -> Ranks:
 
     if not dist.is_initialized():
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-        # Left at exit, gloo's threads can still be joinable when the interpreter tears down,
-        # and the process then aborts ("terminate called without an active exception"):
-        # leave the group first.
-        atexit.register(_leave_group)
+        atexit.register(leave_group)
     return Ranks(dist.get_rank(), dist.get_world_size())
 
 
-def _leave_group() -> None:
+def leave_group() -> None:
+    """Leave the process group while the interpreter is whole (run at exit).
+
+    Each agent's DDP wrapper sits in a reference cycle (its `AgentLoss` holds the trainer's
+    loss method, the trainer holds the wrapper), so only the cycle collector frees it, and
+    with it its reference to gloo's group. Left to interpreter teardown, the group is freed
+    there, where gloo's pending work can no longer take the GIL, and the rank can abort
+    ("terminate called without an active exception") after a run that finished. Collect
+    first, then destroy the group."""
+    import gc
+
     import torch.distributed as dist
 
     if dist.is_initialized():
+        gc.collect()
         dist.destroy_process_group()
 
 

@@ -17,6 +17,20 @@ def main() -> None:
                          warmup_steps=0, learning_rate=1e-3)
     scorer = output_scorer(lambda _p, action, _n: float(len(action.program) % 7))
     train(config, Path(out), scorer=scorer)
+    _leave_and_count()
+
+
+def _leave_and_count() -> None:
+    """Leave the process group as the run's exit does, then say how many DDP wrappers are
+    still in memory: none may outlive the group into interpreter teardown."""
+    import gc
+
+    from torch.nn.parallel import DistributedDataParallel
+
+    from coopcode.training.distributed import leave_group
+
+    leave_group()
+    print("ddp-alive", sum(isinstance(o, DistributedDataParallel) for o in gc.get_objects()))
 
 
 if __name__ == "__main__":

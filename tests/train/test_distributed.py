@@ -84,6 +84,8 @@ def test_two_ranks_train_what_one_rank_trains(tiny_model_dir: Path, tmp_path: Pa
         done = subprocess.run([*runner, script, str(tiny_model_dir), str(out)], env=env,
                               capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, done.stderr[-3000:]
+    # Each rank freed its DDP wrappers before leaving the group (not at interpreter teardown).
+    assert done.stdout.count("ddp-alive 0") == 2, done.stdout[-1000:]
     ones, twos = _metrics(tmp_path / "one"), _metrics(tmp_path / "two")
     assert [m["task_ids"] for m in twos] == [m["task_ids"] for m in ones]
     states = [f"trainer_state/step-{s:06d}" for s in range(1, STEPS + 1)]
