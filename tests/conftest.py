@@ -20,10 +20,13 @@ import coopcode  # noqa: F401
 REPO = Path(__file__).resolve().parent.parent
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On make test's workers (pytest-xdist, `--dist loadgroup`) the vLLM tests run on one
     of them: they share its one `vllm serve` (a session fixture is one per worker), and
-    two vLLM processes at once would hold twice the memory."""
+    two vLLM processes at once would hold twice the memory. First among the hooks: xdist
+    reads the group marks in its own hook, and marks added after it are not seen (the vLLM
+    tests then ran on both workers, each starting a server)."""
     for item in items:
         if item.get_closest_marker("vllm"):
             item.add_marker(pytest.mark.xdist_group("vllm"))
