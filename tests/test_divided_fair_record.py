@@ -199,3 +199,28 @@ def test_the_step_and_validation_times_behind_the_no_cut_decision_are_the_candid
         assert len(steps) == 45 and len(vals) == 4
         found[run.name] = (round(sum(vals) / 60, 1), round(sum(steps) / len(steps)))
     assert found == {"no-kl": (19.6, 124), "anchored": (22.8, 217)}
+
+
+def test_the_one_lr_candidate_to_step_40_is_its_committed_record() -> None:
+    """RECORD.md on one-lr to step 40: step times, validations, the kept step so far, main's
+    gradient spikes and the KL they came with, against the anchored candidate's KL."""
+    run = REPO / "docs" / "divided-fair" / "candidates" / "one-lr"
+    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    later = [r for r in history if 16 <= r["step"] <= 40]
+    times = [r["step_seconds"] for r in later]
+    assert len(later) == 25 and (round(min(times)), round(max(times)), round(sum(times) / 25, 1)) \
+        == (128, 236, 167.9)
+    val = _val(run)
+    assert {s: (round(100 * r["val/pass@1"], 1), round(100 * r["val/pass@1_se"], 1))
+            for s, r in val.items()} == {0: (10.0, 3.7), 15: (3.1, 1.6), 30: (11.2, 3.3)}
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert (manifest["step"], manifest["kept"]["step"], manifest["kept"]["best"]) == (40, 0, 30)
+    steps = [r for r in history if r["step"] > 0]
+    assert [r["step"] for r in steps if r["main/grad_norm"] > 210] == [8, 9, 15, 21, 22, 26, 36, 38, 39]
+    spikes = {r["step"]: (round(r["main/grad_norm"]), round(r["main/kl"], 1)) for r in steps
+              if r["main/grad_norm"] > 10_000}
+    assert spikes == {21: (527496, 708.6), 38: (285360, 581.6)}
+    assert round(max(r["main/kl"] for r in steps if r["step"] not in spikes), 2) == 2.19
+    assert max(r["main/kl"] for r in steps if r["step"] - 1 in spikes) < 0.81
+    anchored = [json.loads(x) for x in (ANCHORED / "metrics.jsonl").read_text().splitlines() if x]
+    assert max(r.get("main/kl", 0.0) for r in anchored) < 0.65
