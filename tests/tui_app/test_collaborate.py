@@ -101,7 +101,8 @@ async def test_edit_the_program_and_rerun_copy_and_save(make_app, workdir: Path)
         editor.load_text(editor.text.replace("< threshold", "> threshold"))
         await pilot.press("ctrl+g")
         await wait_until(pilot, lambda: "FAILED" in str(screen.query_one("#summary").render()))
-        assert any(str(table.get_row_at(i)[1]) == "failed" for i in range(table.row_count))
+        statuses = [str(table.get_row_at(i)[1]) for i in range(table.row_count)]
+        assert "failed" in statuses, (statuses, str(screen.query_one("#summary").render()))
         await pilot.press("f6")
         assert app.clipboard == editor.text
         await pilot.press("ctrl+s")
