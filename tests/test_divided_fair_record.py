@@ -173,8 +173,8 @@ def test_what_the_anchored_kept_step_writes_is_counted_from_its_samples() -> Non
 
 
 def test_the_one_lr_candidates_first_steps_are_its_committed_record() -> None:
-    """RECORD.md on one-lr so far (its record kept mid-run, 15 of 45 steps): step times and
-    main's two gradient spikes, with main at the helper's rate."""
+    """RECORD.md on one-lr's first 12 steps (its record kept mid-run): step times and main's
+    two gradient spikes, with main at the helper's rate."""
     run = REPO / "docs" / "divided-fair" / "candidates" / "one-lr"
     history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
     first = [r for r in history if 0 < r["step"] <= 12]
