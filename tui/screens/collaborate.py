@@ -331,7 +331,7 @@ class CollaborateScreen(Screen[None]):
         panes.start(scheme)
         self._show_contract(scheme, problem, running=True)
         self.program_view.clear()
-        self.query_one("#tests", TestsTable).clear()
+        self.query_one("#tests", TestsTable).forget()
         self.query_one("#summary", VerdictSummary).show_idle("the agents are writing…")
         show_tab(self.query_one("#tabs", TabbedContent), "tab-agents", "#main-code")
         self._generate(order, agents, turns)
@@ -474,7 +474,7 @@ class CollaborateScreen(Screen[None]):
         self._flush_deltas()
         self.run.sandbox_down()
         self._finish_panes()
-        self.query_one("#tests", TestsTable).clear()
+        self.query_one("#tests", TestsTable).forget()
         self.query_one("#summary", VerdictSummary).show_outage(message.text)
         self.notify(f"sandbox down: {message.text}", severity="warning", title="sandbox",
                     timeout=8)

@@ -33,7 +33,18 @@ class TestsTable(DataTable[Any]):
 
     def on_resize(self) -> None:
         if self.verdict:  # after the layout settles: the new width is known then
-            self.call_after_refresh(self.show, self.verdict)
+            self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        """Redraw the verdict shown *now*: a redraw scheduled before a newer verdict arrived
+        (the screen's refresh can come after it under load) must not bring back older rows."""
+        if self.verdict:
+            self.show(self.verdict)
+
+    def forget(self) -> None:
+        """No verdict: an empty table that a later resize leaves empty."""
+        self.verdict = {}
+        self.clear()
 
     def show(self, verdict: dict[str, Any]) -> None:
         self.verdict = verdict
