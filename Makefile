@@ -56,12 +56,11 @@ demo-humaneval: image model tools
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
-# TEST_WORKERS=2 runs the suite on two workers (pytest-xdist; 19:41 of pytest in the last
-# fresh-clone run against ~31 min on one): most slow tests wait on a process, a container or a
-# server more than they compute. One stays the default while a TUI test still races on two
-# workers (docs/benchmarks/test-suite.md). The tests marked serial (they stop the Docker
-# daemon) run alone after the rest either way.
-TEST_WORKERS ?= 1
+# The suite runs on two workers (pytest-xdist; 19:41-20:22 of pytest in fresh-clone runs
+# against ~31 min on one): most slow tests wait on a process, a container or a server more
+# than they compute. The vLLM tests share one worker (one `vllm serve`); the tests marked
+# serial (they stop the Docker daemon) run alone after the rest. TEST_WORKERS=1 runs one.
+TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
 test: image model tools vllm-env
 	$(PY) -m pytest -q tests -m "not serial" $(XDIST) --durations=30 \
