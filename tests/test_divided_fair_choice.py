@@ -127,3 +127,16 @@ def test_the_queue_waits_for_a_run_that_ended_and_kept_a_step(
     (folder / "metrics.jsonl").unlink()
     done = subprocess.run([sys.executable, str(RECORD), "finished", str(folder)], cwd=REPO)
     assert done.returncode == 1
+
+
+def test_the_committed_candidates_give_the_committed_recipe() -> None:
+    """RECORD.md 2026-12-06 (third session): no-kl and one-lr kept their start, so anchored is
+    the recipe (the rule as first written would have given no-kl), and recipe.txt holds its
+    options as candidate.sh gives them."""
+    result = _chosen(CANDIDATES)
+    assert (result["chosen"], result["as_written"]) == ("anchored", "no-kl")
+    assert [chooser.candidate(n)["kept"] for n in chooser.SIMPLEST] == [0, 0, 30]
+    options = subprocess.run(["bash", str(REPO / "docs/divided-fair/scripts/candidate.sh"),
+                              "anchored", "--options"], capture_output=True, text=True, check=True)
+    assert (REPO / "docs/divided-fair/recipe.txt").read_text() == options.stdout
+

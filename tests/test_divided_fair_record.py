@@ -201,20 +201,34 @@ def test_the_step_and_validation_times_behind_the_no_cut_decision_are_the_candid
     assert found == {"no-kl": (19.6, 124), "anchored": (22.8, 217)}
 
 
-def test_the_one_lr_candidate_to_step_40_is_its_committed_record() -> None:
-    """RECORD.md on one-lr to step 40: step times, validations, the kept step so far, main's
-    gradient spikes and the KL they came with, against the anchored candidate's KL."""
+def test_the_one_lr_candidate_finished_is_its_committed_record() -> None:
+    """RECORD.md on one-lr, to step 40 and then finished: step times, validations, the step it
+    kept, main's gradient spikes and the KL they came with, against the anchored candidate's KL."""
     run = REPO / "docs" / "divided-fair" / "candidates" / "one-lr"
     history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
     later = [r for r in history if 16 <= r["step"] <= 40]
     times = [r["step_seconds"] for r in later]
     assert len(later) == 25 and (round(min(times)), round(max(times)), round(sum(times) / 25, 1)) \
         == (128, 236, 167.9)
+    last = [r["step_seconds"] for r in history if r["step"] > 40]
+    assert len(last) == 5 and (round(min(last)), round(max(last))) == (141, 163)
+    every = [r["step_seconds"] for r in history if r["step"] > 0]
+    assert len(every) == 45 and round(sum(every) / 45, 1) == 165.7
     val = _val(run)
     assert {s: (round(100 * r["val/pass@1"], 1), round(100 * r["val/pass@1_se"], 1))
-            for s, r in val.items()} == {0: (10.0, 3.7), 15: (3.1, 1.6), 30: (11.2, 3.3)}
+            for s, r in val.items()} == {0: (10.0, 3.7), 15: (3.1, 1.6), 30: (11.2, 3.3),
+                                         45: (14.4, 3.8)}
     manifest = json.loads((run / "manifest.json").read_text())
-    assert (manifest["step"], manifest["kept"]["step"], manifest["kept"]["best"]) == (40, 0, 30)
+    assert (manifest["step"], manifest["kept"]["step"], manifest["kept"]["best"]) == (45, 0, 45)
+    one_lr, anchored = _rates_by_step(run), _rates_by_step(ANCHORED)
+    assert one_lr[0] == anchored[0]  # the same warm pair, seed and samples
+    # step 45 leads step 0 by 1.5 SE only (kept: step 0); anchored's kept step 30 is within
+    # one SE of one-lr's step 45, and anchored's step 45 leads it by 1.9 SE
+    rounded = {(a, b): tuple(round(100 * x, 1) for x in _paired(x_[a], y_[b]))
+               for (a, b), x_, y_ in [((45, 0), one_lr, one_lr), ((30, 45), anchored, one_lr),
+                                      ((45, 45), anchored, one_lr)]}
+    assert rounded == {(45, 0): (4.4, 3.0), (30, 45): (0.6, 2.6), (45, 45): (6.9, 3.6)}
+    assert [round(100 * r["val/own_work"]) for r in val.values()] == [70, 72, 73, 64]
     steps = [r for r in history if r["step"] > 0]
     assert [r["step"] for r in steps if r["main/grad_norm"] > 210] == [8, 9, 15, 21, 22, 26, 36, 38, 39]
     spikes = {r["step"]: (round(r["main/grad_norm"]), round(r["main/kl"], 1)) for r in steps
