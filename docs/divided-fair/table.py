@@ -10,12 +10,14 @@ Each row is one bench of `compose:test` (88 problems x n=10, T=0.8), a folder of
     final/grpo-seedS/                              each GRPO final at its kept step
     runs/ROW/                                      each final's training record
                                                    (`docs/divided/scripts/keep_run.sh`)
+    candidates/NAME/                               each recipe candidate's training record
 
 From those alone `build_table` gives pass@1 and pass@10 with the per-problem and the
 source-clustered interval; each seed against its own warm start and against the untrained
 single model; the mean over seeds (each problem's pass@k averaged over the seeds benched) of
 MAGRPO and of GRPO, each against its warm start, and MAGRPO's mean against GRPO's; and the
-goal of the plan (PLAN.md) checked part by part. Rows not there yet are listed as not run,
+goal of the plan (PLAN.md) checked part by part; and the recipe, as `candidates/choose_recipe.py`
+chose it on compose:val. Rows not there yet are listed as not run,
 so the table grows as the experiment does.
 
     .venv/bin/python docs/divided-fair/table.py           # writes table.md and table.json here
@@ -42,6 +44,9 @@ from divided_table import row_figures  # noqa: E402
 
 sys.path.insert(0, str(HERE))  # run_record.py, read by every script of this round
 import run_record  # noqa: E402
+
+sys.path.insert(0, str(HERE / "candidates"))  # the recipe's choice, beside the candidates
+import choose_recipe  # noqa: E402
 
 KS = (1, 10)
 SEEDS = (0, 1, 2)
@@ -175,8 +180,11 @@ def build_table(root: Path = HERE) -> dict[str, Any]:
                 mean_pairs.append(got)
     runs = {row: kept_record(root / "runs" / row) for row in
             [f"{a}-seed{s}" for a in WARM for s in SEEDS] if (root / "runs" / row).is_dir()}
+    candidates = [choose_recipe.candidate(name, root / "candidates")
+                  for name in choose_recipe.SIMPLEST]
+    recipe = {"candidates": candidates, **choose_recipe.choose_recipe(candidates)}
     table = {"rows": listed, "seeds": seeds, "means": means, "mean_pairs": mean_pairs,
-             "runs": runs, "interval": {"level": stats.LEVEL, "method": stats.METHOD,
+             "runs": runs, "recipe": recipe, "interval": {"level": stats.LEVEL, "method": stats.METHOD,
                                         "clustered_method": stats.CLUSTERED_METHOD}}
     table["goal"] = goal(table)
     return table
@@ -275,6 +283,12 @@ def render_markdown(table: Mapping[str, Any]) -> str:
             lines.append(f"| {row} | {r['kept_step']} | {pct(r['val_kept'])} | "
                          f"{r['last_step']} | {pct(r['val_last'])} | {r['last_within_2se']} | "
                          f"{r['stopped_early']} |")
+    recipe = table["recipe"]
+    lines += ["", "## The recipe, chosen on compose:val before any final", "",
+              "Each candidate's val pass@1 (40 problems x 4 samples, ± its standard error) and "
+              "the step its run kept (`candidates/choose_recipe.py`, the rule in PLAN.md and "
+              "its amendment in RECORD.md):", "",
+              choose_recipe.markdown(recipe["candidates"], recipe)]
     lines += ["", "## The goal, part by part (— : not measured yet)", ""]
     for row, part in table["goal"].items():
         shown = ", ".join(f"{k}: {'—' if v is None else v}" for k, v in part.items()
