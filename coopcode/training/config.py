@@ -136,6 +136,12 @@ class TrainConfig:
         "e.g. its SFT warm start from --helper-adapter/--main-adapter; the base where it began "
         "fresh) or base (the bare base model).", flags=("--kl-ref",), choices=KL_REFERENCES,
         noun="KL reference")
+    kl_cap: float | None = option(
+        None, "Cap each token's KL estimate (k3, exp(r) - r - 1 with r = log pi_ref - log pi) at "
+        "C, as verl and OpenRLHF cap it at 10 (off unless given): a token the policy has all "
+        "but ruled out while the reference still favours it weighs exp(r), enough to carry a "
+        "step's mean KL into the hundreds and main's gradient norm past 10^5; a capped token "
+        "adds C and no gradient.", above=0)
     log_kl: bool = option(False, "Measure the KL to the reference even when kl_coef is 0 (one more forward).")
     micro_batch: int = option(8, "Completions per forward/backward in the update (memory bound).", at_least=1)
 

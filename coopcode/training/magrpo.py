@@ -60,6 +60,21 @@ from sandbox import Sandbox
 __all__ = ["MAGRPOTrainer", "TrainingStopped", "lr_lambda", "siblings"]
 
 
+def token_kl(ref: torch.Tensor, cur: torch.Tensor, mask: torch.Tensor,
+             cap: float | None = None) -> torch.Tensor:
+    """Each token's KL estimate to the reference, Schulman's k3: exp(r) - r - 1 >= 0 with
+    r = log pi_ref - log pi (0 where `mask` is). With `cap`, r is held to [-20, 20] (exp
+    stays finite) and each token's estimate to at most `cap`: past it a token adds `cap` and
+    no gradient."""
+    r = (ref - cur) * mask
+    if cap is not None:
+        r = r.clamp(-20.0, 20.0)
+    k3 = torch.exp(r) - r - 1
+    if cap is not None:
+        k3 = k3.clamp(max=cap)
+    return k3 * mask
+
+
 class MAGRPOTrainer(AdapterTrainer):
     """Trains the agents of `config.roles` on `problems` with an engine's trainable adapters."""
 
@@ -242,9 +257,7 @@ class MAGRPOTrainer(AdapterTrainer):
         loss = -(adv.to(seq.device) * seq).sum() / total * self.ranks.world
         kl_sum = 0.0
         if ref is not None:
-            # k3 estimator (Schulman): exp(r) - r - 1 >= 0, r = log pi_ref - log pi
-            r = (ref.values - lp.values) * lp.mask
-            k3 = (torch.exp(r) - r - 1) * lp.mask
+            k3 = token_kl(ref.values, lp.values, lp.mask, cfg.kl_cap)
             kl_tok = k3.sum(1)
             if cfg.logprob_reduction == "mean":
                 kl_tok = kl_tok / lp.mask.sum(1).clamp(min=1)

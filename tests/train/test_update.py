@@ -186,6 +186,37 @@ def test_kl_is_measured_against_the_adapters_the_run_started_from(
     assert trainer.accumulate("main", [_samples(trainer, [1.0, -1.0])])["main/kl"] > 1e-4
 
 
+def test_a_kl_cap_bounds_each_tokens_estimate_and_its_gradient(
+        make_engine: Any, tiny_model_dir: Path, tmp_path: Path) -> None:
+    """`kl_cap`: from a warm start measured against the bare base (every token's estimate
+    above zero), the capped KL reads at most the cap a token, and with every token past it
+    the KL adds no gradient: the update is the one without the KL term."""
+    from coopcode.training.magrpo import token_kl
+
+    # The estimate itself: a token far below its reference weighs exp(r), capped at C.
+    ref, cur, mask = torch.tensor([[0.0, 0.0, 0.0]]), torch.tensor([[-9.0, -0.1, 0.0]]), \
+        torch.tensor([[1.0, 1.0, 0.0]])
+    assert token_kl(ref, cur, mask)[0, 0] > 8000
+    capped = token_kl(ref, cur, mask, cap=10.0)
+    assert capped[0, 0] == 10.0 and capped[0, 1] == pytest.approx(0.00517, abs=1e-5)
+    assert capped[0, 2] == 0.0
+
+    start = _moved_adapter(make_engine, tiny_model_dir, tmp_path)
+    runs = {}
+    for name, kw in {"uncapped": {"kl_coef": 0.1}, "capped": {"kl_coef": 0.1, "kl_cap": 1e-12},
+                     "no KL": {"log_kl": True}}.items():
+        trainer = _trainer(make_engine, tiny_model_dir, main_init=str(start),
+                           kl_reference="base", **kw)
+        stats = trainer.accumulate("main", [_samples(trainer, [1.0, -1.0])])
+        runs[name] = (stats["main/kl"], _grads(trainer))
+    assert runs["uncapped"][0] > 1e-3 and runs["capped"][0] <= 1e-12
+    for c, n, u in zip(runs["capped"][1], runs["no KL"][1], runs["uncapped"][1]):
+        if n is not None:
+            torch.testing.assert_close(c, n)
+    assert any(n is not None and not torch.allclose(u, n)
+               for u, n in zip(runs["uncapped"][1], runs["no KL"][1]))
+
+
 def test_each_agent_has_its_own_learning_rate(make_engine: Any, tiny_model_dir: Path) -> None:
     trainer = _trainer(make_engine, tiny_model_dir, learning_rate=1e-3, main_lr=3e-5)
     assert trainer.optimizers["helper"].param_groups[0]["lr"] == pytest.approx(1e-3)
