@@ -21,6 +21,10 @@ from typing import Any as _Any
 # Passive waiting costs little when the machine is idle. Must be set before torch loads.
 _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+# coopcode parses Python on several threads; CPython's AST constructor is not safe for
+# that without a lock (sandbox/ast_lock.py), installed by importing the sandbox package.
+import sandbox as _sandbox  # noqa: E402,F401
+
 __version__ = "0.1.0"
 
 _LAZY = {

@@ -2,6 +2,7 @@
 the program cannot forge. See `sandbox.verdict` for the contract and `open_sandbox` to start
 one."""
 
+from sandbox import ast_lock
 from sandbox.backend import open_sandbox
 from sandbox.verdict import (
     Job,
@@ -10,5 +11,7 @@ from sandbox.verdict import (
     TestRecord,
     Verdict,
 )
+
+ast_lock.install()  # parsing on several threads: see sandbox/ast_lock.py
 
 __all__ = ["Job", "Sandbox", "SandboxUnavailable", "TestRecord", "Verdict", "open_sandbox"]
