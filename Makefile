@@ -56,7 +56,7 @@ demo-humaneval: image model tools
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
-# The suite runs on two workers (pytest-xdist; 19:41-20:22 of pytest in fresh-clone runs
+# The suite runs on two workers (pytest-xdist; 19:22-20:22 of pytest in fresh-clone runs
 # against ~31 min on one): most slow tests wait on a process, a container or a server more
 # than they compute. The vLLM tests share one worker (one `vllm serve`); the tests marked
 # serial (they stop the Docker daemon) run alone after the rest. TEST_WORKERS=1 runs one.
