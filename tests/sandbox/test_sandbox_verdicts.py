@@ -7,6 +7,7 @@ import threading
 
 from sandbox import Job, Verdict
 from sandbox.pool import WorkerPool
+from sandbox.wire import wall_cap
 
 ADD = "def add(a, b):\n    return a + b\n"
 CHECK_ADD = "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
@@ -177,4 +178,8 @@ def test_cpu_spent_in_forked_children_counts_against_the_budget(sandbox2: Worker
     assert v.status == "timeout"
     assert "CPU time limit of 1 s exceeded" in v.detail
     assert v.extra["cpu_seconds"] > 1.0
-    assert v.duration < 3.0 + 2.0  # within the wall-clock limit, which would say so instead
+    # Not a bound on the job's wall time: on a loaded machine the spinning children (and the
+    # supervisor beside them) wait for a CPU, and waiting does not count (CI's run took 12 s).
+    # Before, the job ended on the wall-clock limit, whose detail the line above rules out.
+    assert "wall-clock" not in v.detail
+    assert v.duration < wall_cap(1.0)
