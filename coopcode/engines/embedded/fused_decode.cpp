@@ -306,16 +306,25 @@ PairsFn pick_pairs(int rows) {
 // half and W[16b + j][2p + 1] in its high half (zero past the last output).
 at::Tensor pack_pairs(const bf16* w, int64_t out, int64_t n) {
   const int64_t blocks = (out + 15) / 16, np = n / 2;
-  at::Tensor packed = at::zeros({blocks, np, 16}, at::kInt);
+  at::Tensor packed = at::empty({blocks, np, 16}, at::kInt);
   uint32_t* p = reinterpret_cast<uint32_t*>(packed.data_ptr<int32_t>());
+  // Written in order, 16 words (a cache line) per pair of inputs, read from the block's 16
+  // rows side by side, and not zeroed first: one row at a time wrote a word per cache line.
+  // (On the 0.5B model either way takes 0.1-0.2 s once the memory is the process's; an
+  // engine's first copy costs 0.4-1.5 s more, the kernel handing out fresh pages.)
   at::parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b)
-      for (int64_t j = 0; j < 16 && b * 16 + j < out; ++j) {
-        const bf16* row = w + (b * 16 + j) * n;
-        uint32_t* dst = p + b * np * 16 + j;
-        for (int64_t q = 0; q < np; ++q)
-          dst[q * 16] = static_cast<uint32_t>(row[2 * q]) | (static_cast<uint32_t>(row[2 * q + 1]) << 16);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t rows = std::min<int64_t>(16, out - b * 16);
+      const bf16* row[16];
+      for (int64_t j = 0; j < rows; ++j) row[j] = w + (b * 16 + j) * n;
+      uint32_t* dst = p + b * np * 16;
+      for (int64_t q = 0; q < np; ++q, dst += 16) {
+        int64_t j = 0;
+        for (; j < rows; ++j)
+          dst[j] = static_cast<uint32_t>(row[j][2 * q]) | (static_cast<uint32_t>(row[j][2 * q + 1]) << 16);
+        for (; j < 16; ++j) dst[j] = 0;  // past the last output
       }
+    }
   });
   return packed;
 }
