@@ -2,7 +2,8 @@
 and the most the ratio could be on this machine if every compute-bound forward ran at the
 machine's matrix-product peak (the issue's ">= 4x" target against its physical bound).
 
-    .venv/bin/python benchmarks/greedy_bound.py [--problems 16] [--max-new-tokens 384] [--emulate-avx2]
+    .venv/bin/python benchmarks/greedy_bound.py [--problems 16] [--split test] [--max-new-tokens 384]
+        [--emulate-avx2]
 
 One process, the embedded engine as shipped (its measured kernels), generation only (the
 sandbox is left out: bench_throughput.py shows it overlapped, the engine idle on it 0.0%):
@@ -28,13 +29,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from coopcode.engines.embedded.engine import TransformersEngine
 
-KINDS = ("prompt", "9+ rows", "2-8 rows", "1 row")
+KINDS = ("prompt", "9+ rows", "5-8 rows", "2-4 rows", "1 row")
 
 
 def kind_of(plan: Any, tokens: list[int]) -> str:
     if plan.chunks:
         return "prompt"
-    return "1 row" if len(tokens) == 1 else "2-8 rows" if len(tokens) <= 8 else "9+ rows"
+    n = len(tokens)
+    return "1 row" if n == 1 else "2-4 rows" if n <= 4 else "5-8 rows" if n <= 8 else "9+ rows"
 
 
 def product_weights(model: Any) -> tuple[int, int]:
@@ -112,8 +114,14 @@ def bound(r: dict[str, Any], peak: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--problems", type=int, default=16)
+    ap.add_argument("--split", default="test", choices=["test", "train", "val"],
+                    help="HumanEval split the first --problems come from (whole_commands.py's "
+                         "bench: train, 8)")
     ap.add_argument("--max-new-tokens", type=int, default=384)
     ap.add_argument("--emulate-avx2", action="store_true", help="torch, oneDNN and MKL held to AVX2")
+    ap.add_argument("--compare-few", action="store_true",
+                    help="also run in flight with every few-row step on the batch's kernel (the "
+                         "choice before the fused step's crossover was measured), alternating")
     args = ap.parse_args()
     if args.emulate_avx2:  # this folder is on sys.path
         from number_formats import rerun_held_to_avx2
@@ -126,7 +134,7 @@ def main() -> None:
     from coopcode.problems import load_humaneval
 
     engine: Any = load_engine(None, "transformers")
-    problems = load_humaneval("test")[:args.problems]
+    problems = load_humaneval(args.split)[:args.problems]
     params = SamplingParams(max_new_tokens=args.max_new_tokens, temperature=0.0)
     layers, head = product_weights(engine.base)
     run(engine, problems[:2], SamplingParams(max_new_tokens=8), None, layers, head)  # warm-up
@@ -136,8 +144,16 @@ def main() -> None:
           f"{torch.get_num_threads()} threads, kernels {engine.kernels}")
     print(f"peak: the model's forward of 512 tokens {model_peak / 1e9:.0f} GFLOP/s, a square 2048 "
           f"product {square_peak / 1e9:.0f} GFLOP/s; the bound uses {peak / 1e9:.0f}")
+    print(f"few-row steps: up to {engine.few_rows} rows on {engine.kernels.get('few')}")
     sides = {"one at a time": run(engine, problems, params, 1, layers, head),
              "in flight": run(engine, problems, params, None, layers, head)}
+    if args.compare_few and "few" in engine.kernels:
+        measured = (engine.kernels["few"], engine.few_rows)
+        engine.kernels["few"] = engine.kernels["many"]
+        engine.few_rows = engine.kernel_weights.fused.max_rows
+        sides["in flight, few rows on the batch's kernel"] = run(engine, problems, params, None, layers, head)
+        engine.kernels["few"], engine.few_rows = measured
+        sides["in flight again"] = run(engine, problems, params, None, layers, head)
     for name, r in sides.items():
         inside = sum(r["seconds"].values())
         print(f"\n{name}: wall {r['wall']:.1f} s, {r['tokens']:,} tokens ({r['tokens'] / r['wall']:.1f} "

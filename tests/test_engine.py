@@ -249,6 +249,79 @@ def test_each_kind_of_forward_runs_on_the_kernels_measured_fastest_for_it(
             engine.close()
 
 
+def test_a_few_rows_run_fused_up_to_the_count_the_fused_step_led_at() -> None:
+    """The fused step reads each weight once for all its rows on its own kernel, so a batch's
+    kernel can overtake it as rows grow: a "few" step takes rows up to the largest count at
+    which it led at every count timed (on an Intel Xeon with AMX, 4), else the most timed,
+    ranked by that count's timings."""
+    from coopcode.engines.embedded.kernels import Kernel, few_counts, few_crossover
+
+    assert few_counts(32) == [2, 4, 8, 16, 32] and few_counts(8) == [2, 4, 8] and few_counts(2) == [2]
+    fused, packed, onednn = Kernel.FUSED, Kernel.PACKED, Kernel.ONEDNN
+    leads_then_loses = {2: {fused: 0.035, packed: 0.058, onednn: 0.07},
+                        4: {fused: 0.047, packed: 0.060, onednn: 0.07},
+                        8: {fused: 0.086, packed: 0.060, onednn: 0.07},
+                        32: {fused: 0.188, packed: 0.075, onednn: 0.12}}
+    assert few_crossover(leads_then_loses) == (4, leads_then_loses[4])
+    always = {2: {fused: 0.02, packed: 0.05}, 32: {fused: 0.04, packed: 0.09}}
+    assert few_crossover(always) == (32, always[32])
+    never = {2: {fused: 0.06, packed: 0.05}, 32: {fused: 0.2, packed: 0.09}}
+    assert few_crossover(never) == (32, never[32])  # as before: ranked at the most rows
+    gap = {2: {fused: 0.02, packed: 0.05}, 4: {fused: 0.06, packed: 0.05}, 8: {fused: 0.01, packed: 0.05}}
+    assert few_crossover(gap)[0] == 2  # up to the first count it lost at, not past it
+
+
+def test_the_engine_takes_a_few_rows_fused_only_up_to_the_count_remembered(
+        tiny_model_dir: Path, kernel_memory: Any) -> None:
+    """Measured once, remembered: the next engine runs "few" steps of up to the remembered
+    count on the fused step and larger decode steps on the batch's kernel (an entry from
+    before the count was measured: the fused step's most rows, as then)."""
+    from coopcode.engines.embedded import kernels
+
+    engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=8)
+    try:
+        engine.batcher()
+        key, entry = kernel_memory.kernels_entry()
+        if "few" not in entry["kernels"]:
+            pytest.skip("no fused step for this model here: no few-row kind")
+        timed = sorted(int(rows) for rows in entry["few_seconds"])
+        assert timed == kernels.few_counts(timed[-1])[:len(timed) - 1] + [timed[-1]]
+        chosen = entry["few_seconds"][str(entry["few_rows"])]
+        assert (entry["few_rows"], chosen) == kernels.few_crossover(
+            {int(rows): times for rows, times in entry["few_seconds"].items()})
+        assert entry["kernels"]["few"] == kernels.ranked(chosen) == engine.kernels["few"]
+        fused = engine.kernel_weights.fused if engine.kernel_weights is not None else None
+        assert engine.few_rows == (min(entry["few_rows"], fused.max_rows) if fused else 0)
+    finally:
+        engine.close()
+    cache = kernel_memory.read()
+    for few_rows in (2, None):
+        cache[key] = {**entry, "kernels": {**entry["kernels"], "few": ["fused", entry["kernels"]["many"][-1]]},
+                      "few_rows": few_rows}
+        if few_rows is None:
+            del cache[key]["few_rows"]
+        kernel_memory.write(cache)
+        engine = TransformersEngine(str(tiny_model_dir), dtype="bfloat16", max_batch=8)
+        try:
+            engine.batcher()
+            most = engine.kernel_weights.fused.max_rows
+            assert engine.few_rows == (2 if few_rows else most)
+            decode_rows: list[int] = []  # the decode steps that ran on the batch's kernel
+            hook = engine.base.register_forward_pre_hook(
+                lambda _m, _a, kw: decode_rows.append(kw["input_ids"].shape[1]), with_kwargs=True)
+            greedy = SamplingParams(n=3, max_new_tokens=6, temperature=0.0)
+            outs = engine.generate([GenerationRequest(_prompt(engine), greedy)])
+            hook.remove()
+            three_row_steps = decode_rows.count(3)
+            if few_rows == 2 and most >= 3:
+                assert three_row_steps >= 1, decode_rows  # 3 rows > 2: the batch's kernel
+            else:
+                assert three_row_steps == 0, decode_rows  # up to `most` rows: fused
+            assert outs
+        finally:
+            engine.close()
+
+
 def test_an_fp32_model_may_give_one_row_a_bf16_copy_of_its_weights(
         tiny_model_dir: Path, kernel_memory: Any) -> None:
     """Where fp32 was measured the format (an AVX2-only CPU), a one-token forward may multiply

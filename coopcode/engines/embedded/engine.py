@@ -250,11 +250,11 @@ class TransformersEngine(Engine):
             options = self._kernel_options()
             key = kernels.measurement_key(self.base, self.model_fingerprint, options)
             with self.peft.disable_adapter() if self.peft is not None else nullcontext():
-                self.kernels, self.kernel_weights = kernels.choose_kernels(
+                self.kernels, few_rows, self.kernel_weights = kernels.choose_kernels(
                     self.base, key, options, self._weights_maker())
             fused = self.kernel_weights.fused if self.kernel_weights is not None else None
-            self.few_rows = (fused.max_rows if fused is not None and ForwardKind.FEW in options
-                             else 0)
+            self.few_rows = (min(few_rows or fused.max_rows, fused.max_rows)
+                             if fused is not None and ForwardKind.FEW in options else 0)
         return ContinuousBatcher(
             self._flat_forward, self.encode, self.tokenizer, self.eos_ids, self._lock, cache,
             max_batch=self.max_batch, kv_budget_tokens=int(self.kv_cache_gb * 2**30 // per_token),

@@ -96,17 +96,18 @@ def forward_kind(tokens: int, has_prompt: bool, ranking: Ranking, few_rows: int)
     return ForwardKind.MANY
 
 
-def choose_kernels(model: Any, key: str, options: Ranking,
-                   make_weights: Callable[[set[Kernel]], Any], reps: int = 3) -> tuple[Ranking, Any]:
+def choose_kernels(model: Any, key: str, options: Ranking, make_weights: Callable[[set[Kernel]], Any],
+                   reps: int = 3) -> tuple[Ranking, int | None, Any]:
     """The matrix kernels of the decode loop's forwards here, per `ForwardKind`, each from
     `options[kind]`; the kernels that multiply by copies of the weights or run the fused step
     get those made by `make_weights` (`kernel_weights.KernelWeights`). Timed on `model`
-    itself (best of `reps` forwards of 1, `max_rows` and 32 tokens: "few" at its most rows,
-    where the fused step gains least) and remembered under `key`.
+    itself (best of `reps` forwards of 1 and 32 tokens, and for "few" of 2, 4, 8, ... rows up
+    to the fused step's most: `few_crossover`) and remembered under `key`.
 
     Returns, per kind, its kernels fastest first down to the first that runs any row (`ranked`:
-    a step runs on the first of them that can run its rows), and the `KernelWeights` those use
-    (made only then: they cost memory), or None.
+    a step runs on the first of them that can run its rows); the most rows a "few" step takes
+    (`few_crossover`; None where a file written before said nothing: the fused step's most);
+    and the `KernelWeights` those use (made only then: they cost memory), or None.
 
     A single row is a matrix-vector product, bound by reading the weights: on an AMD EPYC
     with native bf16, oneDNN's bf16 path took 17.5 ms for the 0.5B model's vocabulary head
@@ -119,43 +120,93 @@ def choose_kernels(model: Any, key: str, options: Ranking,
 
     from coopcode.engines.embedded.fused_decode import MAX_ROWS
 
-    known: Any = remembered(key).get("kernels")
-    if _is_ranking(known, options):
-        choice = {kind: [Kernel(w) for w in known[kind]] for kind in options}
+    known: Any = remembered(key)
+    if _is_ranking(known.get("kernels"), options):
+        choice = {kind: [Kernel(w) for w in known["kernels"][kind]] for kind in options}
         used = {w for ways in choice.values() for w in ways} & NEEDS_WEIGHTS
-        return choice, make_weights(used) if used else None
+        few_rows = known.get("few_rows")
+        return choice, few_rows if isinstance(few_rows, int) else None, \
+            make_weights(used) if used else None
     if not torch.backends.mkldnn.is_available():
-        return {ForwardKind.ONE: [Kernel.ATEN], ForwardKind.MANY: [Kernel.ONEDNN]}, None
+        return {ForwardKind.ONE: [Kernel.ATEN], ForwardKind.MANY: [Kernel.ONEDNN]}, None, None
     wanted = {w for ways in options.values() for w in ways} & NEEDS_WEIGHTS
     weights = make_weights(wanted) if wanted else None
+    most = weights.fused.max_rows if weights is not None and weights.fused is not None else MAX_ROWS
+
+    def timed(kind: ForwardKind, rows: int) -> dict[Kernel, float]:
+        ids = torch.zeros(1, rows, dtype=torch.long, device=model.device)
+        times = {}
+        for way in options[kind]:
+            if way in NEEDS_WEIGHTS and (weights is None or way not in weights.ways):
+                continue  # a copy that could not be made here
+            forward = (partial(weights.fused.scratch_step, rows)
+                       if way == Kernel.FUSED and weights is not None
+                       else partial(model, input_ids=ids, use_cache=False))
+            with on_kernels(way, weights):
+                forward()  # kernel selection, first touch
+                best = float("inf")
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    forward()
+                    best = min(best, time.perf_counter() - t0)
+            times[way] = best
+        return times
+
     seconds: dict[ForwardKind, dict[Kernel, float]] = {}
-    few = weights.fused.max_rows if weights is not None and weights.fused is not None else MAX_ROWS
-    tokens = {ForwardKind.ONE: 1, ForwardKind.FEW: few, ForwardKind.MANY: 32}
+    few_seconds: dict[int, dict[Kernel, float]] = {}
+    few_rows = None
     with torch.inference_mode():
-        for kind, ways in options.items():
-            ids = torch.zeros(1, tokens[kind], dtype=torch.long, device=model.device)
-            for way in ways:
-                if way in NEEDS_WEIGHTS and (weights is None or way not in weights.ways):
-                    continue  # a copy that could not be made here
-                forward = (partial(weights.fused.scratch_step, tokens[kind])
-                           if way == Kernel.FUSED and weights is not None
-                           else partial(model, input_ids=ids, use_cache=False))
-                with on_kernels(way, weights):
-                    forward()  # kernel selection, first touch
-                    best = float("inf")
-                    for _ in range(reps):
-                        t0 = time.perf_counter()
-                        forward()
-                        best = min(best, time.perf_counter() - t0)
-                seconds.setdefault(kind, {})[way] = best
+        for kind in options:
+            if kind != ForwardKind.FEW:
+                seconds[kind] = timed(kind, 1 if kind == ForwardKind.ONE else 32)
+                continue
+            for rows in few_counts(most):  # up to the first count the fused step loses at
+                few_seconds[rows] = timed(kind, rows)
+                if _fastest(few_seconds[rows]) != Kernel.FUSED:
+                    break
+            if most not in few_seconds:
+                few_seconds[most] = timed(kind, most)
+            few_rows, seconds[kind] = few_crossover(few_seconds)
     choice = {kind: ranked(times) for kind, times in seconds.items()}
-    remember(key, {"kernels": choice, "seconds": seconds})
+    remember(key, {"kernels": choice, "seconds": seconds,
+                   **({"few_rows": few_rows, "few_seconds": few_seconds} if few_seconds else {})})
     if weights is not None:
         weights.keep({w for ways in choice.values() for w in ways})  # the others' memory goes back
         if not weights.ways:
             weights.remove()
             weights = None
-    return choice, weights
+    return choice, few_rows, weights
+
+
+def few_counts(most: int) -> list[int]:
+    """The row counts a "few" step is timed at: 2, 4, 8, ... and `most`."""
+    counts, rows = [], 2
+    while rows < most:
+        counts.append(rows)
+        rows *= 2
+    return [*counts, most]
+
+
+def few_crossover(by_rows: dict[int, dict[Kernel, float]]) -> tuple[int, dict[Kernel, float]]:
+    """From a "few" step's timings at several row counts: the most rows it takes (the largest
+    count up to which the fused step was fastest at every count timed, else the most timed),
+    and the timings its kernels are ranked by (those at that count).
+
+    The fused step reads each weight once for all its rows but multiplies on its own
+    kernel, so a batch's kernel can overtake it as rows grow: on an AMD EPYC it led up to
+    32 rows, on an Intel Xeon with AMX only up to 4 (BENCHMARKS.md, "Few rows on the fused
+    step up to where it leads")."""
+    rows = 0
+    for count in sorted(by_rows):
+        if _fastest(by_rows[count]) != Kernel.FUSED:
+            break
+        rows = count
+    rows = rows or max(by_rows)
+    return rows, by_rows[rows]
+
+
+def _fastest(seconds: dict[Kernel, float]) -> Kernel:
+    return min(seconds, key=seconds.__getitem__)
 
 
 def ranked(seconds: dict[Kernel, float]) -> list[Kernel]:
