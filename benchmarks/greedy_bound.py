@@ -3,7 +3,12 @@ and the most the ratio could be on this machine if every compute-bound forward r
 machine's matrix-product peak (the issue's ">= 4x" target against its physical bound).
 
     .venv/bin/python benchmarks/greedy_bound.py [--problems 16] [--split test] [--max-new-tokens 384]
-        [--emulate-avx2]
+        [--emulate-avx2] [--spin] [--compare-few]
+
+It runs under the OpenMP waiting every coopcode command runs under (`OMP_WAIT_POLICY=PASSIVE`,
+set when coopcode is imported, before torch); before 2026-12-06 it imported torch first and
+so ran under libgomp's default spin, which on a quiet 2-core Xeon made a batch's steps ~1.3x
+faster than a `coopcode bench` gets (`--spin` measures that way).
 
 One process, the embedded engine as shipped (its measured kernels), generation only (the
 sandbox is left out: bench_throughput.py shows it overlapped, the engine idle on it 0.0%):
@@ -23,6 +28,7 @@ sandbox is left out: bench_throughput.py shows it overlapped, the engine idle on
 from __future__ import annotations
 
 import argparse
+import importlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +125,9 @@ def main() -> None:
                          "bench: train, 8)")
     ap.add_argument("--max-new-tokens", type=int, default=384)
     ap.add_argument("--emulate-avx2", action="store_true", help="torch, oneDNN and MKL held to AVX2")
+    ap.add_argument("--spin", action="store_true",
+                    help="OpenMP's workers spin while they wait (libgomp's default: torch loaded "
+                         "before coopcode), not coopcode's OMP_WAIT_POLICY=PASSIVE")
     ap.add_argument("--compare-few", action="store_true",
                     help="also run in flight with every few-row step on the batch's kernel (the "
                          "choice before the fused step's crossover was measured), alternating")
@@ -127,7 +136,11 @@ def main() -> None:
         from number_formats import rerun_held_to_avx2
 
         rerun_held_to_avx2()
-
+    if args.spin:
+        import torch  # noqa: F401  (libgomp reads its environment now: its default, spin then sleep)
+    # coopcode before torch: OMP_WAIT_POLICY=PASSIVE, as every coopcode command runs (unless
+    # torch came first, above)
+    importlib.import_module("coopcode")
     import torch
 
     from coopcode.engines import SamplingParams, load_engine
@@ -141,7 +154,8 @@ def main() -> None:
     model_peak, square_peak = peak_rate(engine, layers, head)
     peak = max(model_peak, square_peak)
     print(f"model {engine.model_name}, {str(engine.dtype).replace('torch.', '')}, "
-          f"{torch.get_num_threads()} threads, kernels {engine.kernels}")
+          f"{torch.get_num_threads()} threads, kernels {engine.kernels}, OpenMP workers "
+          + ("spin (libgomp's default)" if args.spin else "passive (coopcode's OMP_WAIT_POLICY)"))
     print(f"peak: the model's forward of 512 tokens {model_peak / 1e9:.0f} GFLOP/s, a square 2048 "
           f"product {square_peak / 1e9:.0f} GFLOP/s; the bound uses {peak / 1e9:.0f}")
     print(f"few-row steps: up to {engine.few_rows} rows on {engine.kernels.get('few')}")

@@ -308,7 +308,8 @@ def test_the_engine_takes_a_few_rows_fused_only_up_to_the_count_remembered(
             assert engine.few_rows == (2 if few_rows else most)
             decode_rows: list[int] = []  # the decode steps that ran on the batch's kernel
             hook = engine.base.register_forward_pre_hook(
-                lambda _m, _a, kw: decode_rows.append(kw["input_ids"].shape[1]), with_kwargs=True)
+                lambda _m, _a, kw, seen=decode_rows: seen.append(kw["input_ids"].shape[1]),
+                with_kwargs=True)
             greedy = SamplingParams(n=3, max_new_tokens=6, temperature=0.0)
             outs = engine.generate([GenerationRequest(_prompt(engine), greedy)])
             hook.remove()

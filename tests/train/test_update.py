@@ -210,7 +210,7 @@ def test_a_kl_cap_bounds_each_tokens_estimate_and_its_gradient(
         stats = trainer.accumulate("main", [_samples(trainer, [1.0, -1.0])])
         runs[name] = (stats["main/kl"], _grads(trainer))
     assert runs["uncapped"][0] > 1e-3 and runs["capped"][0] <= 1e-12
-    for c, n, u in zip(runs["capped"][1], runs["no KL"][1], runs["uncapped"][1]):
+    for c, n in zip(runs["capped"][1], runs["no KL"][1]):
         if n is not None:
             torch.testing.assert_close(c, n)
     assert any(n is not None and not torch.allclose(u, n)
