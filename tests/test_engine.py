@@ -650,7 +650,7 @@ def test_copies_of_the_weights_are_offered_only_as_far_as_they_fit(
         # dot products it packs those weights in pairs as well (as many bytes again).
         fused = fused_decode.unsupported(engine.base) is None
         both = {"packed", "bf16"} | ({"fused"} if fused else set())
-        pairs = bf16 if fused and fused_decode.isa_level() == 2 else 0
+        pairs = bf16 if fused and (fused_decode.isa_level() or 0) >= 2 else 0
         assert kernel_weights.copy_bytes(engine.base, ["fused"]) == bf16 + pairs
         every = first + bf16 + pairs
         cases = [(10 * every, both), (2 * every, both),

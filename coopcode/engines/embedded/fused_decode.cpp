@@ -8,14 +8,17 @@
 // thread keeps its own copy of the residual stream and recomputes the (tiny) norms itself,
 // which saves barriers. Weights are bf16; every product's input is rounded to bf16 (as in a
 // bf16 model, and as the engine's bf16 copy of an fp32 model does) and accumulates in fp32.
-// Kernels: avx512_bf16 (dot products of bf16 pairs), AVX-512, AVX2+FMA, chosen by the caller;
-// with avx512_bf16 a step of several rows multiplies by the weights packed in pairs (up to 32
-// rows), elsewhere each weight row is dotted with every input (up to 8 rows).
+// Kernels: AMX tiles, avx512_bf16 (dot products of bf16 pairs), AVX-512, AVX2+FMA, chosen by
+// the caller; with avx512_bf16 a step of several rows multiplies by the weights packed in
+// pairs (up to 32 rows; on AMX tiles where the CPU has them), elsewhere each weight row is
+// dotted with every input (up to 8 rows).
 #include <torch/extension.h>
 
 #include <immintrin.h>
 #include <omp.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -216,6 +219,143 @@ void pairs_avx512bf16(const uint32_t* Wp, const bf16* xb, int64_t xs, float* y, 
 }
 
 #pragma GCC pop_options
+
+// ---- Several inputs at once on AMX tiles (Intel's matrix unit, with bf16 products): the
+// weights packed in pairs (`pack_pairs`) are, 16 pairs of inputs at a time, the layout of a
+// tile's second operand as they stand (16 rows of 16 outputs' pairs, 64 bytes a row), so each
+// product of 16 pairs x 16 outputs for up to 16 inputs is one instruction. Several inputs cost
+// no more than one then: the weights stream at the memory's pace, as the single row's kernel
+// reads them (on a 2-core Xeon, 5-8 rows took 86-92 ms a step on the pair kernel above and
+// ~96 ms on oneDNN's products; 2-16 rows take 36-43 ms here, the single row 41). Needs n a
+// multiple of 32; blocks [b0, b1) of 16 outputs, two at a time; `out` outputs in all (the
+// last block's stores masked).
+struct TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Whether this process may use AMX tiles: the CPU has them and the kernel lets us (Linux
+// asks each process to request the tiles' state first; oneDNN does the same).
+bool amx_usable() {
+  static const bool usable = [] {
+    constexpr long kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return usable;
+}
+
+// Rows [0, R) of a tile's 16 sums each (`c`, 16 floats a row) to y[k][16b ...], masked past
+// `out` outputs.
+__attribute__((target("avx512f")))
+inline void store_sums(const float* c, int R, float* y, int64_t ys, int64_t b, int64_t out) {
+  const int64_t valid = std::min<int64_t>(16, out - b * 16);
+  const __mmask16 mask = static_cast<__mmask16>(valid >= 16 ? 0xffffu : (1u << valid) - 1u);
+  for (int k = 0; k < R; ++k)
+    _mm512_mask_storeu_ps(y + k * ys + b * 16, mask, _mm512_load_ps(c + 16 * k));
+}
+
+__attribute__((target("amx-tile,amx-bf16,avx512f")))
+void pairs_amx(const uint32_t* Wp, const bf16* xb, int64_t xs, float* y, int64_t ys,
+               int64_t b0, int64_t b1, int64_t n, int64_t out, int R) {
+  TileConfig cfg;
+  cfg.rows[0] = static_cast<uint8_t>(R);  // tmm0: the inputs, 32 elements of each
+  cfg.colsb[0] = 64;
+  for (int t : {1, 2}) {  // tmm1, tmm2: two blocks' weights, 16 pairs x 16 outputs
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  for (int t : {4, 5}) {  // tmm4, tmm5: the two blocks' sums, R x 16
+    cfg.rows[t] = static_cast<uint8_t>(R);
+    cfg.colsb[t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+  const int64_t np = n / 2, chunks = n / 32, stride = xs * static_cast<int64_t>(sizeof(bf16));
+  alignas(64) float c[16 * 16];
+  int64_t b = b0;
+  for (; b + 2 <= b1; b += 2) {
+    const uint32_t* w0 = Wp + b * np * 16;
+    const uint32_t* w1 = w0 + np * 16;
+    _tile_zero(4);
+    _tile_zero(5);
+    for (int64_t t = 0; t < chunks; ++t) {
+      _tile_loadd(0, xb + 32 * t, stride);
+      _tile_loadd(1, w0 + 256 * t, 64);
+      _tile_loadd(2, w1 + 256 * t, 64);
+      _tile_dpbf16ps(4, 0, 1);
+      _tile_dpbf16ps(5, 0, 2);
+    }
+    _tile_stored(4, c, 64);
+    store_sums(c, R, y, ys, b, out);
+    _tile_stored(5, c, 64);
+    store_sums(c, R, y, ys, b + 1, out);
+  }
+  if (b < b1) {
+    const uint32_t* w0 = Wp + b * np * 16;
+    _tile_zero(4);
+    for (int64_t t = 0; t < chunks; ++t) {
+      _tile_loadd(0, xb + 32 * t, stride);
+      _tile_loadd(1, w0 + 256 * t, 64);
+      _tile_dpbf16ps(4, 0, 1);
+    }
+    _tile_stored(4, c, 64);
+    store_sums(c, R, y, ys, b, out);
+  }
+  _tile_release();
+}
+
+// The same for 17 to 32 inputs: two tiles of inputs (16 and R - 16 rows) against each block's
+// weights, four tiles of sums, so the weights are still read once for all the rows.
+__attribute__((target("amx-tile,amx-bf16,avx512f")))
+void pairs_amx32(const uint32_t* Wp, const bf16* xb, int64_t xs, float* y, int64_t ys,
+                 int64_t b0, int64_t b1, int64_t n, int64_t out, int R) {
+  const int R2 = R - 16;
+  TileConfig cfg;
+  cfg.rows[0] = 16;  // tmm0, tmm1: inputs 0-15 and 16-(R-1)
+  cfg.rows[1] = static_cast<uint8_t>(R2);
+  cfg.rows[2] = cfg.rows[3] = 16;  // tmm2, tmm3: two blocks' weights
+  cfg.rows[4] = cfg.rows[5] = 16;  // tmm4, tmm5: inputs 0-15 x the two blocks
+  cfg.rows[6] = cfg.rows[7] = static_cast<uint8_t>(R2);  // tmm6, tmm7: the rest x the two
+  for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64;
+  _tile_loadconfig(&cfg);
+  const int64_t np = n / 2, chunks = n / 32, stride = xs * static_cast<int64_t>(sizeof(bf16));
+  const bf16* xb2 = xb + 16 * xs;
+  float* y2 = y + 16 * ys;
+  alignas(64) float c[16 * 16];
+  int64_t b = b0;
+  for (; b < b1; b += 2) {
+    const bool two = b + 1 < b1;
+    const uint32_t* w0 = Wp + b * np * 16;
+    const uint32_t* w1 = two ? w0 + np * 16 : w0;  // (a lone last block: computed twice, kept once)
+    _tile_zero(4);
+    _tile_zero(5);
+    _tile_zero(6);
+    _tile_zero(7);
+    for (int64_t t = 0; t < chunks; ++t) {
+      _tile_loadd(0, xb + 32 * t, stride);
+      _tile_loadd(1, xb2 + 32 * t, stride);
+      _tile_loadd(2, w0 + 256 * t, 64);
+      _tile_loadd(3, w1 + 256 * t, 64);
+      _tile_dpbf16ps(4, 0, 2);
+      _tile_dpbf16ps(5, 0, 3);
+      _tile_dpbf16ps(6, 1, 2);
+      _tile_dpbf16ps(7, 1, 3);
+    }
+    _tile_stored(4, c, 64);
+    store_sums(c, 16, y, ys, b, out);
+    _tile_stored(6, c, 64);
+    store_sums(c, R2, y2, ys, b, out);
+    if (two) {
+      _tile_stored(5, c, 64);
+      store_sums(c, 16, y, ys, b + 1, out);
+      _tile_stored(7, c, 64);
+      store_sums(c, R2, y2, ys, b + 1, out);
+    }
+  }
+  _tile_release();
+}
 
 __attribute__((target("avx2,fma")))
 inline float hsum_avx2(__m256 v) {
@@ -445,6 +585,7 @@ class FusedDecoder {
     }
     level_ = isa;
     block_ = isa == 1 ? 32 : 16;
+    amx_ = isa >= 3 && amx_usable();
     TORCH_CHECK(static_cast<int64_t>(held_.size()) == 4 + 16 * layers, "wrong tensor count");
     embed_ = held_[0];
     norm_ = held_[1].data_ptr<float>();
@@ -586,10 +727,16 @@ class FusedDecoder {
     int64_t a, b;
     split(L.out, t, T, &a, &b);
     if (a == b) return;
-    if (R > 1 && L.pairs != nullptr) {
+    if ((R > 1 || amx_) && L.pairs != nullptr) {
       const bf16* xb = static_cast<const bf16*>(xk);
       const int64_t b0 = a / 16, b1 = (b + 15) / 16;  // (a is a multiple of 16: `split`)
-      if (R <= kRowKernels) {
+      if (amx_ && L.in % 32 == 0) {
+        if (R <= 16) {
+          pairs_amx(L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out, R);
+        } else {
+          pairs_amx32(L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out, R);
+        }
+      } else if (R <= kRowKernels) {
         pairs_[R - 1](L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out);
       } else {  // a pass of up to 8 rows at a time over each two blocks' weights (the
                 // passes after the first read them from the cache)
@@ -817,6 +964,7 @@ class FusedDecoder {
   std::vector<at::Tensor> packed_;  // the weights packed in pairs, or none
   int64_t max_rows_ = kRowKernels;
   int64_t level_ = 0, block_ = 16;
+  bool amx_ = false;  // several rows' products on AMX tiles (`pairs_amx`)
   std::mutex busy_;
   std::vector<float> shared_[9];
   std::vector<std::vector<float>> local_;

@@ -50,8 +50,9 @@ _build_lock = threading.Lock()
 
 
 def isa_level() -> int | None:
-    """The kernels this process may use: 2 (AVX-512 with bf16 dot products), 1 (AVX-512),
-    0 (AVX2 and FMA), None (none: not offered). Follows torch's own capability, so
+    """The kernels this process may use: 3 (AVX-512 with bf16 dot products and AMX tiles for
+    several rows' products), 2 (AVX-512 with bf16 dot products), 1 (AVX-512), 0 (AVX2 and
+    FMA), None (none: not offered). Follows torch's own capability, so
     `ATEN_CPU_CAPABILITY=avx2` holds these kernels to AVX2 as well."""
     try:
         flags = set(Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0].split())
@@ -61,7 +62,9 @@ def isa_level() -> int | None:
         return None
     capability = torch.backends.cpu.get_cpu_capability()  # "AVX512", "AVX2", "DEFAULT", ...
     if capability.startswith("AVX512") and {"avx512f", "avx512bw"} <= flags:
-        return 2 if "avx512_bf16" in flags else 1
+        if "avx512_bf16" not in flags:
+            return 1
+        return 3 if {"amx_bf16", "amx_tile"} <= flags else 2
     return 0 if capability == "AVX2" else None
 
 

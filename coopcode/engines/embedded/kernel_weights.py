@@ -117,7 +117,7 @@ def copy_bytes(model: Any, ways: Iterable[str]) -> int:
         ways.discard("fused")
         if model.dtype != torch.bfloat16:
             ways.add("bf16")
-        if isa_level() == 2:
+        if (isa_level() or 0) >= 2:
             pairs = 2 * weights
     sizes = {"packed": model.dtype.itemsize, "bf16": 2}
     return pairs + sum(weights * sizes[way] for way in ways)
