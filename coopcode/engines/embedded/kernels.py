@@ -194,8 +194,9 @@ def few_crossover(by_rows: dict[int, dict[Kernel, float]]) -> tuple[int, dict[Ke
 
     The fused step reads each weight once for all its rows but multiplies on its own
     kernel, so a batch's kernel can overtake it as rows grow: on an AMD EPYC it led up to
-    32 rows, on an Intel Xeon with AMX only up to 4 (BENCHMARKS.md, "Few rows on the fused
-    step up to where it leads")."""
+    32 rows; on an Intel Xeon with AMX, oneDNN's products on AMX overtook its dot products
+    past 4 rows, until the step got AMX products of its own (BENCHMARKS.md, "Few rows on the
+    fused step up to where it leads")."""
     rows = 0
     for count in sorted(by_rows):
         if _fastest(by_rows[count]) != Kernel.FUSED:
