@@ -226,9 +226,9 @@ void pairs_avx512bf16(const uint32_t* Wp, const bf16* xb, int64_t xs, float* y, 
 // product of 16 pairs x 16 outputs for up to 16 inputs is one instruction. Several inputs cost
 // no more than one then: the weights stream at the memory's pace, as the single row's kernel
 // reads them (on a 2-core Xeon, 5-8 rows took 86-92 ms a step on the pair kernel above and
-// ~96 ms on oneDNN's products; 2-16 rows take 36-43 ms here, the single row 41). Needs n a
-// multiple of 32; blocks [b0, b1) of 16 outputs, two at a time; `out` outputs in all (the
-// last block's stores masked).
+// ~96 ms on oneDNN's products; 2-16 rows take 36-43 ms here, and a single row 35 against 41
+// on its dot-product kernel, so it runs here too). Needs n a multiple of 32; blocks [b0, b1)
+// of 16 outputs, two at a time; `out` outputs in all (the last block's stores masked).
 struct TileConfig {
   uint8_t palette = 1;
   uint8_t start_row = 0;
