@@ -172,8 +172,8 @@ def test_the_fused_step_applies_a_lora_adapter_and_sees_it_change(tiny_model_dir
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
 def test_the_fused_step_runs_several_rows_at_once(tiny_model_dir: Path, tmp_path: Path,
                                                   level: int) -> None:
-    """Up to `max_rows` rows in one step (32 with bf16 dot products, on the weights packed in
-    pairs; 8 elsewhere), each at its own position, in its own slot, under its own adapter or
+    """Up to `max_rows` rows in one step (64 on AMX tiles, 32 with bf16 dot products, on the
+    weights packed in pairs; 8 elsewhere), each at its own position, in its own slot, under its own adapter or
     none: every row's logits and cache are the ones it gets stepping alone (a single row's
     kernel: to within the order of fp32 sums), for every count of rows, on every kernel
     level; wrong rows are refused."""
@@ -196,14 +196,16 @@ def test_the_fused_step_runs_several_rows_at_once(tiny_model_dir: Path, tmp_path
     fused = fused_decode.FusedDecoder(model, isa=level)
     assert fused.runs("main") and fused.runs("helper")
     rows = fused.max_rows
-    assert rows == (32 if level >= 2 else 8) and fused_decode.MAX_ROWS == 32
+    assert rows == {3: 64, 2: 32}.get(level, 8) and fused_decode.MAX_ROWS == 64
     slots = torch.randperm(rows, generator=torch.Generator().manual_seed(3)).tolist()  # not in order
-    adapters = [None, "main", "helper", "main", None, "helper", "main", None] * 4
-    starts = [2 * r for r in range(rows)]  # each row joins at its own position: 1 to 32 rows
+    adapters = [None, "main", "helper", "main", None, "helper", "main", None] * 8
+    gap = 2 if rows <= 32 else 1  # (64 rows: joining a step apart keeps the test short)
+    starts = [gap * r for r in range(rows)]  # each row joins at its own position: 1 to 64 rows
     ids = torch.randint(0, 5000, (rows, 2 * rows + 6), generator=torch.Generator().manual_seed(11))
-    together = _cache(model, slots=rows)
-    alone = _cache(model, slots=rows + 1)  # slot `rows`: a bare companion row
-    single = _cache(model, slots=rows)
+    length = max(128, 2 * rows + 8)
+    together = _cache(model, slots=rows, length=length)
+    alone = _cache(model, slots=rows + 1, length=length)  # slot `rows`: a bare companion row
+    single = _cache(model, slots=rows, length=length)
     for p in range(max(starts) + 6):
         live = [r for r in range(rows) if starts[r] <= p]
         step = fused.step([int(ids[r, p - starts[r]]) for r in live], [p - starts[r] for r in live],

@@ -10,8 +10,8 @@
 // bf16 model, and as the engine's bf16 copy of an fp32 model does) and accumulates in fp32.
 // Kernels: AMX tiles, avx512_bf16 (dot products of bf16 pairs), AVX-512, AVX2+FMA, chosen by
 // the caller; with avx512_bf16 a step of several rows multiplies by the weights packed in
-// pairs (up to 32 rows; on AMX tiles where the CPU has them), elsewhere each weight row is
-// dotted with every input (up to 8 rows).
+// pairs (up to 32 rows; up to 64 on AMX tiles where the CPU has them), elsewhere each weight
+// row is dotted with every input (up to 8 rows).
 #include <torch/extension.h>
 
 #include <immintrin.h>
@@ -408,6 +408,7 @@ void rows_avx2(const bf16* W, const void* xk, const float* xf, int64_t xs, float
 
 constexpr int kRowKernels = 8;  // inputs the row kernels take at once
 constexpr int kMaxRows = 32;    // rows a step takes where the weights are packed in pairs
+constexpr int kMaxRowsAmx = 64;  // ... and multiplied on AMX tiles (the most on any CPU)
 
 // The kernel for `rows` inputs at `level` (2 avx512_bf16, 1 AVX-512, 0 AVX2): one input gets
 // 4 independent sums (as many as hide the latency), more inputs fewer each.
@@ -621,7 +622,7 @@ class FusedDecoder {
           packed_.push_back(pack_pairs(p->w, p->out, p->in));
           p->pairs = reinterpret_cast<const uint32_t*>(packed_.back().data_ptr<int32_t>());
         }
-        max_rows_ = kMaxRows;
+        max_rows_ = amx_ ? kMaxRowsAmx : kMaxRows;
       }
     }
   }
@@ -672,7 +673,7 @@ class FusedDecoder {
     TORCH_CHECK(cache_k.size() == layers_.size() && cache_v.size() == layers_.size(),
                 "one key and one value cache per layer");
     const int64_t length = cache_k[0].size(2), slot_count = cache_k[0].size(0);
-    const Lora* lora[kMaxRows] = {};
+    const Lora* lora[kMaxRowsAmx] = {};
     for (int i = 0; i < R; ++i) {
       TORCH_CHECK(pos[i] >= 0 && pos[i] < length, "position past the cache's length");
       TORCH_CHECK(slots[i] >= 0 && slots[i] < slot_count, "no such cache slot");
@@ -733,8 +734,21 @@ class FusedDecoder {
       if (amx_ && L.in % 32 == 0) {
         if (R <= 16) {
           pairs_amx(L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out, R);
-        } else {
+        } else if (R <= 32) {
           pairs_amx32(L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out, R);
+        } else {  // 32 rows at a time over each two blocks' weights (the passes after the
+                  // first read them from the cache)
+          for (int64_t c = b0; c < b1; c += 2) {
+            const int64_t e = std::min(c + 2, b1);
+            for (int g = 0; g < R; g += 32) {
+              const int rows = std::min(32, R - g);
+              if (rows <= 16) {
+                pairs_amx(L.pairs, xb + g * xs, xs, y + g * ys, ys, c, e, L.in, L.out, rows);
+              } else {
+                pairs_amx32(L.pairs, xb + g * xs, xs, y + g * ys, ys, c, e, L.in, L.out, rows);
+              }
+            }
+          }
         }
       } else if (R <= kRowKernels) {
         pairs_[R - 1](L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out);
@@ -858,7 +872,7 @@ class FusedDecoder {
           for (int64_t i = 0; i < H; ++i) hr[i] = e[i];
         }
       }
-      const Lora* lo[kProjections][kMaxRows] = {};
+      const Lora* lo[kProjections][kMaxRowsAmx] = {};
       for (size_t l = 0; l < layers_.size(); ++l) {
         const Layer& L = layers_[l];
         for (int r = 0; r < R; ++r)
@@ -938,7 +952,7 @@ class FusedDecoder {
         for (int64_t i = 0; i < R * H; ++i) h[i] += d[i];
       }
       norm(norm_);
-      const Lora* none[kMaxRows] = {};
+      const Lora* none[kMaxRowsAmx] = {};
       product(head_, none, R, xk, xf, width, logits, head_.out, ax, t, T);
     }
   }
@@ -983,5 +997,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
       .def("drop_adapter", &FusedDecoder::drop_adapter)
       .def("step", &FusedDecoder::step)
       .def_property_readonly("max_rows", &FusedDecoder::max_rows);
-  m.attr("MAX_ROWS") = kMaxRows;
+  m.attr("MAX_ROWS") = kMaxRowsAmx;
 }

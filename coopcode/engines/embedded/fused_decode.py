@@ -42,9 +42,10 @@ import torch
 
 SOURCE = Path(__file__).with_name("fused_decode.cpp")
 ARCHITECTURES = ("qwen2", "llama")
-# The most rows one step takes on any CPU (fused_decode.cpp's kMaxRows): 32 where the CPU
-# has bf16 dot products (the weights packed in pairs), 8 elsewhere (`FusedDecoder.max_rows`).
-MAX_ROWS = 32
+# The most rows one step takes on any CPU (fused_decode.cpp's kMaxRowsAmx): 64 where the CPU
+# has AMX tiles, 32 where it has bf16 dot products (the weights packed in pairs), 8 elsewhere
+# (`FusedDecoder.max_rows`).
+MAX_ROWS = 64
 _built: dict[str, Any] = {}
 _build_lock = threading.Lock()
 
@@ -205,8 +206,8 @@ class FusedDecoder:
             tensors, self.layers, self.heads, self.kv_heads, self.head_dim,
             float(inner.norm.variance_epsilon), float(getattr(rotary, "attention_scaling", 1.0)),
             level)
-        # Rows one step takes: 32 with bf16 dot products (the weights then packed in pairs as
-        # well: a copy as large as the bf16 weights), 8 elsewhere.
+        # Rows one step takes: 64 on AMX tiles, 32 with bf16 dot products (the weights then
+        # packed in pairs as well: a copy as large as the bf16 weights), 8 elsewhere.
         self.max_rows = int(self._kernel.max_rows)
 
     def step(self, tokens: Sequence[int], positions: Sequence[int], slots: Sequence[int],
