@@ -238,3 +238,66 @@ def test_the_one_lr_candidate_finished_is_its_committed_record() -> None:
     assert max(r["main/kl"] for r in steps if r["step"] - 1 in spikes) < 0.81
     anchored = [json.loads(x) for x in (ANCHORED / "metrics.jsonl").read_text().splitlines() if x]
     assert max(r.get("main/kl", 0.0) for r in anchored) < 0.65
+
+
+FINAL_MAGRPO_0 = REPO / "docs" / "divided-fair" / "runs" / "magrpo-seed0"
+
+
+def test_the_first_final_kept_its_warm_start_as_its_record_says() -> None:
+    """RECORD.md on magrpo-seed0: its validations and their pairing with step 0, the step the
+    tool kept (0: the warm pair's adapters, byte for byte), its distance from the anchored
+    candidate (the same recipe and seed) at each validation, the step-1 samples the two share,
+    the training pass rates, main's KL spike, and the 20 samples read by hand."""
+    import random
+
+    from coopcode.training.validation import evaluations, keep
+
+    run = FINAL_MAGRPO_0
+    val = _val(run)
+    assert {s: (round(100 * r["val/pass@1"], 1), round(100 * r["val/pass@1_se"], 1))
+            for s, r in val.items()} == {0: (10.0, 3.7), 15: (6.9, 3.0), 30: (13.1, 3.5),
+                                         45: (7.5, 3.1)}
+    final, anchored = _rates_by_step(run), _rates_by_step(ANCHORED)
+    assert final[0] == anchored[0]
+    assert {s: tuple(round(100 * x, 1) for x in _paired(final[s], final[0])) for s in (15, 30, 45)} \
+        == {15: (-3.1, 2.0), 30: (3.1, 3.4), 45: (-2.5, 2.3)}
+    assert {s: tuple(round(100 * x, 1) for x in _paired(final[s], anchored[s])) for s in (15, 30, 45)} \
+        == {15: (-3.8, 3.0), 30: (-1.9, 3.2), 45: (-13.8, 3.1)}
+    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    kept = keep(evaluations(run, history))
+    assert kept is not None and (kept["step"], kept["best"]) == (0, 30)
+    assert json.loads((run / "manifest.json").read_text())["kept"]["step"] == 0
+    checkpoint = REPO / "checkpoints" / "compose-fair-magrpo-seed0-0.5b"
+    for role in ("helper", "main"):
+        assert (checkpoint / role / "adapter_model.safetensors").read_bytes() == \
+            (PAIR / role / "adapter_model.safetensors").read_bytes()
+    steps = [r for r in history if r["step"] > 0]
+    assert round(sum(r["step_seconds"] for r in steps if r["step"] <= 31) / 31, 1) == 164.1
+    assert round(max(r["step_seconds"] for r in steps)) == 1507 and max(steps, key=lambda r: r["step_seconds"])["step"] == 36
+
+    def actions(path: Path, step: int) -> dict[tuple[str, int], str]:
+        records = [json.loads(x) for x in gzip.open(path / "samples.jsonl.gz", "rt")]
+        return {(r["task_id"], i): json.dumps(a, sort_keys=True) for r in records
+                if r["step"] == step for i, a in enumerate(r["actions"])}
+
+    ours, theirs = actions(run, 1), actions(ANCHORED, 1)
+    assert len(ours) == 16 and sum(theirs.get(k) == v for k, v in ours.items()) == 1
+
+    def pass_rates(rows: list[dict]) -> tuple[float, float]:
+        return (round(100 * sum(r["pass_rate"] for r in rows[:15]) / 15, 1),
+                round(100 * sum(r["pass_rate"] for r in rows[-15:]) / 15, 1))
+
+    candidate = [json.loads(x) for x in (ANCHORED / "metrics.jsonl").read_text().splitlines() if x]
+    assert pass_rates(steps) == (18.8, 28.8)
+    assert pass_rates([r for r in candidate if r["step"] > 0]) == (17.1, 25.8)
+    spikes = [(r["step"], round(r["main/kl"], 2), round(r["main/grad_norm"])) for r in steps if r["main/kl"] > 1]
+    assert spikes == [(21, 8.34, 12883)]
+    assert max(r.get("main/kl", 0.0) for r in candidate) < 0.65
+    samples = [json.loads(x) for x in gzip.open(run / "validation" / "step-000045" / "samples.jsonl.gz", "rt")]
+    random.seed(0)
+    read = random.sample(samples, 6)
+    random.seed(1)
+    read += random.sample(samples, 14)
+    status = [s["verdict"]["status"] for s in read]
+    assert (sum(bool(s.get("passed")) for s in read), sum(bool(s["cooperation"]["own_work"]) for s in read),
+            status.count("timeout"), status.count("syntax_error")) == (1, 15, 2, 3)
