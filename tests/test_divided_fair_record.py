@@ -301,3 +301,12 @@ def test_the_first_final_kept_its_warm_start_as_its_record_says() -> None:
     status = [s["verdict"]["status"] for s in read]
     assert (sum(bool(s.get("passed")) for s in read), sum(bool(s["cooperation"]["own_work"]) for s in read),
             status.count("timeout"), status.count("syntax_error")) == (1, 15, 2, 3)
+    # Its benches: HumanEval's test split with its main alone (not in table.md), and the time
+    # each bench took.
+    fair = REPO / "docs" / "divided-fair"
+    humaneval = [json.loads(x) for x in gzip.open(fair / "humaneval" / "magrpo-seed0" / "samples.jsonl.gz", "rt")]
+    assert len(humaneval) == 400 and sum(bool(s["passed"]) for s in humaneval) == 120
+    minutes = {b: round(json.loads((fair / b / "summary.json").read_text())["meta"]["wall_seconds"] / 60, 1)
+               for b in ("final/magrpo-seed0", "final/magrpo-seed0-main", "humaneval/magrpo-seed0")}
+    assert minutes == {"final/magrpo-seed0": 14.3, "final/magrpo-seed0-main": 6.7,
+                       "humaneval/magrpo-seed0": 2.1}
