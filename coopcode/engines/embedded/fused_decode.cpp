@@ -406,6 +406,16 @@ void rows_avx2(const bf16* W, const void* xk, const float* xf, int64_t xs, float
   }
 }
 
+// Up to 32 rows on tiles: one tile of inputs (`pairs_amx`) or two (`pairs_amx32`).
+void pairs_amx_upto32(const uint32_t* Wp, const bf16* xb, int64_t xs, float* y, int64_t ys,
+                      int64_t b0, int64_t b1, int64_t n, int64_t out, int R) {
+  if (R <= 16) {
+    pairs_amx(Wp, xb, xs, y, ys, b0, b1, n, out, R);
+  } else {
+    pairs_amx32(Wp, xb, xs, y, ys, b0, b1, n, out, R);
+  }
+}
+
 constexpr int kRowKernels = 8;  // inputs the row kernels take at once
 constexpr int kMaxRows = 32;    // rows a step takes where the weights are packed in pairs
 constexpr int kMaxRowsAmx = 64;  // ... and multiplied on AMX tiles (the most on any CPU)
@@ -732,23 +742,14 @@ class FusedDecoder {
       const bf16* xb = static_cast<const bf16*>(xk);
       const int64_t b0 = a / 16, b1 = (b + 15) / 16;  // (a is a multiple of 16: `split`)
       if (amx_ && L.in % 32 == 0) {
-        if (R <= 16) {
-          pairs_amx(L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out, R);
-        } else if (R <= 32) {
-          pairs_amx32(L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out, R);
+        if (R <= 32) {
+          pairs_amx_upto32(L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out, R);
         } else {  // 32 rows at a time over each two blocks' weights (the passes after the
                   // first read them from the cache)
-          for (int64_t c = b0; c < b1; c += 2) {
-            const int64_t e = std::min(c + 2, b1);
-            for (int g = 0; g < R; g += 32) {
-              const int rows = std::min(32, R - g);
-              if (rows <= 16) {
-                pairs_amx(L.pairs, xb + g * xs, xs, y + g * ys, ys, c, e, L.in, L.out, rows);
-              } else {
-                pairs_amx32(L.pairs, xb + g * xs, xs, y + g * ys, ys, c, e, L.in, L.out, rows);
-              }
-            }
-          }
+          for (int64_t c = b0; c < b1; c += 2)
+            for (int g = 0; g < R; g += 32)
+              pairs_amx_upto32(L.pairs, xb + g * xs, xs, y + g * ys, ys, c, std::min(c + 2, b1),
+                               L.in, L.out, std::min(32, R - g));
         }
       } else if (R <= kRowKernels) {
         pairs_[R - 1](L.pairs, xb, xs, y, ys, b0, b1, L.in, L.out);
