@@ -9,13 +9,17 @@ PY      := $(VENV)/bin/python
 COOP    := $(VENV)/bin/coopcode
 STAMP   := $(VENV)/.coopcode-installed
 
-.PHONY: setup docker tools image model vllm-env demo demo-humaneval docs test test-fast bench table1 lint constraints clean
+.PHONY: disk setup docker tools image model vllm-env demo demo-humaneval docs test test-fast bench table1 lint constraints clean
 
 $(STAMP): pyproject.toml constraints.txt scripts/setup_venv.sh
 	bash scripts/setup_venv.sh $(VENV)
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Enough free disk for what the job sets up and writes, or one clear line (scripts/ensure_disk.sh).
+disk:
+	bash scripts/ensure_disk.sh --for $(if $(filter test,$(MAKECMDGOALS)),test,demo)
 
 docker:
 	bash scripts/ensure_docker.sh
@@ -42,7 +46,7 @@ vllm-env:
 # finished demo, not a broken make.
 DEMO_PAIR    := checkpoints/compose-magrpo-0.5b
 DEMO_PROBLEM := compose/median_of_incr_list
-demo: image model tools
+demo: disk image model tools
 	$(COOP) solve $(DEMO_PROBLEM) --scheme contract --reward own \
 		--helper-adapter $(DEMO_PAIR) --main-adapter $(DEMO_PAIR) || test $$? -eq 1
 
@@ -62,7 +66,7 @@ docs: setup
 # serial (they stop the Docker daemon) run alone after the rest. TEST_WORKERS=1 runs one.
 TEST_WORKERS ?= 2
 XDIST := $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadgroup)
-test: image model tools vllm-env
+test: disk image model tools vllm-env
 	$(PY) -m pytest -q tests -m "not serial" $(XDIST) --durations=30 \
 		--junitxml=runs/test-report.xml
 	$(PY) -m pytest -q tests -m serial --durations=5 --junitxml=runs/test-report-serial.xml

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_helpers import assert_one_line_error, coopcode
+from tests.cli_helpers import REPO, assert_one_line_error, coopcode
 
 
 def _mount(path: Path, size: str, *options: str) -> subprocess.CompletedProcess[str]:
@@ -92,3 +92,43 @@ def test_a_training_on_a_full_disk_keeps_its_last_save_and_resumes(small_disk: P
     steps = [r["step"] for r in _jsonl(out / "metrics.jsonl")]
     assert steps == list(range(1, 31))
     assert [r["step"] for r in _jsonl(out / "samples.jsonl")] == list(range(1, 31))
+
+
+def _ensure_disk(repo: Path, home: Path, job: str = "test") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(repo / "scripts" / "ensure_disk.sh"), "--for", job],
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "HOME": str(home)})
+
+
+def test_make_refuses_in_one_line_when_the_disk_cannot_hold_the_set_up(small_disk: Path,
+                                                                        tmp_path: Path) -> None:
+    """`make test` and `make demo` first ask `scripts/ensure_disk.sh` (a copy of it on a real
+    tmpfs here): too little room for what is still to set up is one line and exit 1, before
+    anything is installed; enough room, or the parts already there, and it says nothing."""
+    repo = small_disk / "clone"
+    (repo / "scripts").mkdir(parents=True)
+    (repo / "scripts" / "ensure_disk.sh").write_text(
+        (REPO / "scripts" / "ensure_disk.sh").read_text())
+    home = tmp_path / "home"
+    home.mkdir()
+    done = _ensure_disk(repo, home)
+    assert done.returncode == 1 and done.stdout == "", done
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("coopcode: 0.0 GB free on this disk; make test needs about 9.2 GB",
+                                  ), done.stderr
+    assert "make demo needs about 5.7 GB" in _ensure_disk(repo, home, "demo").stderr  # no vLLM env
+
+    grow(small_disk, "10g")  # a cap, not memory taken: df reports it free
+    done = _ensure_disk(repo, home)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+    grow(small_disk, "3g")  # room for the suite's files only: enough once everything is set up
+    assert _ensure_disk(repo, home).returncode == 1
+    (repo / ".venv").mkdir()
+    (repo / ".venv" / ".coopcode-installed").touch()
+    (repo / ".venv-vllm").mkdir()
+    model = home / ".cache" / "coopcode" / "models" / "qwen2.5-coder-0.5b-instruct"
+    model.mkdir(parents=True)
+    (model / "coopcode-model.json").write_text("{}")
+    done = _ensure_disk(repo, home)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr

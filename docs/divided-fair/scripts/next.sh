@@ -42,8 +42,16 @@ if [ ! -f "$here/recipe.txt" ]; then
   say "recipe: $chosen ($(cat "$here/recipe.txt"))"
 fi
 
+kept_whole() {  # ROW: its record, checkpoint and benches already kept in git (runs/ may be gone)
+  local row=$1
+  finished_run "$here/runs/$row" && [ -d "checkpoints/compose-fair-$row-0.5b/main" ] \
+    && bench_done "$here/final/$row" && bench_done "$here/humaneval/$row" \
+    && { [ "${row%%-*}" = grpo ] || bench_done "$here/final/$row-main"; }
+}
+
 final() {  # ROW: train, keep the record, bench at the kept step, keep the benches
   local row=$1 run=runs/divided-fair/final-runs/$1
+  kept_whole "$row" && return 0
   finished_run "$run" || { say "final $row"; bash "$scripts/final.sh" "$row"; }
   finished_run "$run" || { say "stopped: final $row has not finished"; exit 1; }
   finished_run "$here/runs/$row" || bash docs/divided/scripts/keep_run.sh "$run" "$here/runs/$row" || exit
