@@ -159,7 +159,11 @@ class KernelMemory:
         return dict(json.loads(self.path.read_text()))
 
     def write(self, known: dict[str, Any]) -> None:
-        self.path.write_text(json.dumps(known))
+        """Plant `known`: settled answers, so any mark of a measurement taken under load is
+        dropped (else an engine on a quiet machine would measure again: `cpu_format.stands`)."""
+        settled = {k: ({f: x for f, x in v.items() if f != "busy"} if isinstance(v, dict) else v)
+                   for k, v in known.items()}
+        self.path.write_text(json.dumps(settled))
 
     def kernels_entry(self) -> tuple[str, dict[str, Any]]:
         """The one entry (key, value) that holds measured kernels."""
