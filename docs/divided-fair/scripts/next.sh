@@ -10,7 +10,8 @@
 #   5. seeds 1 and 2 likewise.
 # Each finished bench is kept in docs/divided-fair/ (keep.sh), each final's training record
 # in runs/ROW (keep_run.sh) and its kept adapters in checkpoints/compose-fair-ROW-0.5b
-# (keep_checkpoint.sh): commit them, and read 20 samples of each final by hand.
+# (keep_checkpoint.sh): commit them, and read 20 samples of each final by hand. At a session's
+# end, pause.sh stops it and carries an unfinished final into git (docs/divided-fair/carried).
 #   bash docs/divided-fair/scripts/next.sh >> runs/logs/fair-round.log 2>&1 &
 set -u
 cd "$(dirname "$0")/../../.."
@@ -57,6 +58,7 @@ final() {  # ROW: train, keep the record, bench at the kept step, keep the bench
   finished_run "$here/runs/$row" || bash docs/divided/scripts/keep_run.sh "$run" "$here/runs/$row" || exit
   [ -d "checkpoints/compose-fair-$row-0.5b/main" ] \
     || bash "$scripts/keep_checkpoint.sh" "$run" "checkpoints/compose-fair-$row-0.5b" || exit
+  rm -rf "$here/carried/$row"  # carried between machines (pause.sh) while unfinished: kept now
   if ! bench_done "runs/divided-fair/humaneval/$row"; then
     say "bench $row"; bash "$scripts/bench_final.sh" "$row"
     bench_done "runs/divided-fair/humaneval/$row" || { say "stopped: bench $row"; exit 1; }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Pause the round at a session's end and carry what is unfinished into git: the next session
+# may start on another machine whose runs/ is empty (2026-12-06: grpo-seed0's first 16 steps
+# were lost so).
+#   1. next.sh is stopped (no new piece starts); the training or bench under way is
+#      interrupted (SIGINT: a training run saves its state first) and waited for;
+#   2. each final run not finished is packed into docs/divided-fair/carried/ROW
+#      (docs/divided/scripts/carry_run.sh: its record, its evaluations' adapters, its newest
+#      trainer state); final.sh unpacks it where runs/ has none.
+# Then commit docs/divided-fair/carried/. A bench under way starts again from its first
+# sample on a machine without its folder (14 minutes at most on AMX, more on AVX2).
+#   bash docs/divided-fair/scripts/pause.sh
+set -u
+cd "$(dirname "$0")/../../.."
+working='coopcode (train|bench) '
+pkill -f 'docs/divided-fair/scripts/next.sh' && echo "pause: next.sh stopped"
+pkill -INT -f "$working" && echo "pause: interrupted $(pgrep -f "$working" | wc -l) run(s); waiting"
+for _ in $(seq 900); do
+  pgrep -f "$working" >/dev/null || break
+  sleep 1
+done
+if pgrep -f "$working" >/dev/null; then
+  echo "pause: a run is still going after 15 minutes: $(pgrep -af "$working" | head -1)" >&2
+  exit 1
+fi
+for run in runs/divided-fair/final-runs/*/; do
+  [ -f "$run/config.json" ] || continue
+  .venv/bin/python docs/divided-fair/run_record.py finished "$run" && continue
+  bash docs/divided/scripts/carry_run.sh pack "${run%/}" "docs/divided-fair/carried/$(basename "$run")" || exit
+done
