@@ -124,9 +124,9 @@ def test_the_anchored_candidates_curve_and_kept_step_are_its_committed_validatio
 NO_KL = REPO / "docs" / "divided-fair" / "candidates" / "no-kl"
 
 
-def _rates_by_step(run: Path) -> dict[int, dict[str, float]]:
+def _rates_by_step(run: Path, steps: tuple[int, ...] = (0, 15, 30, 45)) -> dict[int, dict[str, float]]:
     out = {}
-    for step in (0, 15, 30, 45):
+    for step in steps:
         _, total, by_task = _passing(run, step)
         assert (total, len(by_task)) == (160, 40)
         out[step] = _rates(by_task)
@@ -310,3 +310,39 @@ def test_the_first_final_kept_its_warm_start_as_its_record_says() -> None:
                for b in ("final/magrpo-seed0", "final/magrpo-seed0-main", "humaneval/magrpo-seed0")}
     assert minutes == {"final/magrpo-seed0": 14.3, "final/magrpo-seed0-main": 6.7,
                        "humaneval/magrpo-seed0": 2.1}
+
+
+def _grpo_seed0() -> Path:
+    """grpo-seed0's record: carried in git while it trains (pause.sh), kept once it ends."""
+    fair = REPO / "docs" / "divided-fair"
+    return next(f for f in (fair / "carried" / "grpo-seed0", fair / "runs" / "grpo-seed0")
+                if (f / "metrics.jsonl").exists())
+
+
+def test_grpo_seed0_started_again_in_fp32_as_its_record_says() -> None:
+    """RECORD.md, fifth session: grpo-seed0 began again from step 0 on an AVX2-only machine
+    (the model in fp32), its validations at 0 and 15 and their pairing, its step times, and
+    main's KL spike at step 11."""
+    run = _grpo_seed0()
+    val = _val(run)
+    assert {s: (round(100 * val[s]["val/pass@1"], 1), round(100 * val[s]["val/pass@1_se"], 1))
+            for s in (0, 15)} == {0: (10.6, 3.6), 15: (10.0, 3.3)}
+    rates = _rates_by_step(run, (0, 15))
+    assert tuple(round(100 * x, 1) for x in _paired(rates[15], rates[0])) == (-0.6, 3.0)
+    for step in (0, 15):
+        meta = json.loads((run / "validation" / f"step-{step:06d}" / "meta.json").read_text())
+        assert meta["engine_detail"]["dtype"] == "float32"
+    assert round(json.loads((run / "validation" / "step-000000" / "meta.json").read_text())
+                 ["wall_seconds"]) == 389
+    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    steps = {r["step"]: r for r in history if r["step"] > 0}
+    assert round(steps[1]["step_seconds"], 1) == 361.4
+    later = [steps[s] for s in range(2, 24)]
+    assert [round(sum(r[k] for r in later) / len(later), 1)
+            for k in ("step_seconds", "gen_seconds", "update_seconds")] == [169.0, 50.9, 116.8]
+    spikes = [(s, round(r["single/kl"], 2), round(r["single/grad_norm"]))
+              for s, r in steps.items() if r["single/kl"] > 1]
+    assert spikes == [(11, 3.9, 21310)]
+    assert max(steps[s]["single/kl"] for s in range(12, 24)) < 0.4
+    assert [round(100 * sum(steps[s]["pass_rate"] for s in span) / len(span), 1)
+            for span in (range(1, 12), range(13, 24))] == [14.2, 19.3]
