@@ -4,6 +4,7 @@ use of it for lone rows, and what it refuses."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -322,6 +323,30 @@ def test_a_first_build_of_the_kernel_is_said_while_the_model_loads(
     said.clear()
     TransformersEngine(str(tiny_model_dir), dtype="bfloat16", progress=said.append).close()
     assert not [m for m in said if "fused" in m or m == "(built)"]
+
+
+@needs_kernel
+def test_a_lock_left_by_a_killed_build_does_not_hold_up_the_next_engine(tmp_path: Path) -> None:
+    """Torch guards a build with a `lock` file it deletes when done: a process killed while
+    it held it (Ctrl-C while the first engine loads, the end of a CI job) left the file, and
+    every later engine waited for it for ever. With such a leftover in the build's folder (a
+    copy of this machine's build), a new process loads the kernel and the leftover is gone."""
+    import shutil
+    import subprocess
+    import sys
+
+    from torch.utils.cpp_extension import _get_build_directory
+
+    name = fused_decode._name()
+    built = Path(_get_build_directory(name, verbose=False))
+    folder = tmp_path / "extensions" / name  # (TORCH_EXTENSIONS_DIR holds the builds themselves)
+    shutil.copytree(built, folder, ignore=shutil.ignore_patterns("lock"))
+    (folder / "lock").touch()  # what torch's FileBaton leaves when its holder is killed
+    code = "from coopcode.engines.embedded import fused_decode as f; print(f.extension().__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TORCH_EXTENSIONS_DIR": str(tmp_path / "extensions")})
+    assert done.stdout.strip() == name, done.stderr[-2000:]
+    assert not (folder / "lock").exists()
 
 
 def test_builds_of_earlier_kernel_versions_are_removed_after_a_week(tmp_path: Path) -> None:

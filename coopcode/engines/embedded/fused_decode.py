@@ -32,9 +32,10 @@ once per machine with the C++ compiler torch's extensions use (cached under
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,20 +98,43 @@ def extension() -> Any:
             return _built["module"]
         if "error" in _built:
             raise RuntimeError(_built["error"])
-        from torch.utils.cpp_extension import load
+        from torch.utils.cpp_extension import _get_build_directory, load
 
+        folder = Path(_get_build_directory(_name(), verbose=False))
         try:
-            module = load(name=_name(), sources=[str(SOURCE)],
-                          extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
-                          extra_ldflags=["-fopenmp"], verbose=False)
+            with _only_builder(folder):
+                module = load(name=_name(), sources=[str(SOURCE)],
+                              extra_cflags=["-O3", "-mavx2", "-mfma", "-fopenmp"],
+                              extra_ldflags=["-fopenmp"], verbose=False)
         except Exception as exc:  # no compiler, no headers: the eager forward stays
             _built["error"] = f"the fused decode kernel did not build: {str(exc).splitlines()[0][:200]}"
             raise RuntimeError(_built["error"]) from None
         _built["module"] = module
-        from torch.utils.cpp_extension import _get_build_directory
-
-        remove_stale_builds(Path(_get_build_directory(_name(), verbose=False)).parent, _name())
+        remove_stale_builds(folder.parent, _name())
         return module
+
+
+@contextlib.contextmanager
+def _only_builder(folder: Path) -> Iterator[None]:
+    """Holds this machine's one right to build or load the extension in `folder`: an flock
+    on a file beside it, which the kernel lets go when the process ends however it ends.
+
+    Torch's own guard is a `lock` file in the folder, made on entry and deleted on exit: a
+    process killed between the two (Ctrl-C while the first engine loads, a CI job's end) left
+    it there, and every later `load` waited for it to go, for ever (a whole CI run hung on
+    one). Holding the flock, a `lock` file can only be such a leftover (every coopcode
+    process takes the flock first), so it is deleted before torch looks."""
+    import fcntl
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f"{folder.name}.flock", "a+") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX)
+        except OSError:  # a file system without locks: torch's own guard alone, as before
+            yield
+            return
+        (folder / "lock").unlink(missing_ok=True)
+        yield
 
 
 def remove_stale_builds(root: Path, keep: str, days: float = 7.0) -> list[Path]:
@@ -125,6 +149,7 @@ def remove_stale_builds(root: Path, keep: str, days: float = 7.0) -> list[Path]:
              and time.time() - d.stat().st_mtime > days * 86400]
     for d in stale:
         shutil.rmtree(d, ignore_errors=True)
+        d.with_name(f"{d.name}.flock").unlink(missing_ok=True)
     return stale
 
 
