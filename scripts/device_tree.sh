@@ -4,9 +4,9 @@
 # The device tool (a lent GPU machine) copies the repository's tree, tracked files and
 # untracked ones git does not ignore, plus the paths a call carries: 64 MiB in all. The
 # committed adapters' weights (checkpoints/*/{helper,main}/adapter_model.safetensors, 17.6 MB
-# each) alone are far over it, and so is a run carried in git (docs/divided/carried/: its
-# trainer.pt and adapters); the GPU check needs none of them. So, in a session with a
-# device and nobody else committing:
+# each) alone are far over it, and so is a run carried in git (docs/divided/carried/,
+# docs/divided-fair/carried/: its trainer.pt and adapters); the GPU check needs none of
+# them. So, in a session with a device and nobody else committing:
 #
 #   scripts/device_tree.sh size     # what a call would send now (tree only), in MiB
 #   scripts/device_tree.sh hide     # take the weights out of the index and ignore them locally
@@ -25,7 +25,7 @@ END="# device_tree.sh hide: end"
 weights() {  # the tracked adapter weight files, and a carried run's trainer state
     git ls-files -- 'checkpoints/*/helper/adapter_model.safetensors' \
         'checkpoints/*/main/adapter_model.safetensors' \
-        'docs/divided/carried/*adapter_model.safetensors' 'docs/divided/carried/*trainer.pt'
+        'docs/*/carried/*adapter_model.safetensors' 'docs/*/carried/*trainer.pt'
 }
 
 tree_bytes() {  # tracked (in the index) and untracked-not-ignored files that exist
