@@ -13,10 +13,11 @@ job=test
 need=2048                                      # the job's own files
 [ -f .venv/.coopcode-installed ] || need=$((need + 2560))
 [ "$job" = test ] && { [ -d .venv-vllm ] || [ -f .venv-vllm.failed ] || need=$((need + 3584)); }
-[ -f "$HOME/.cache/coopcode/models/qwen2.5-coder-0.5b-instruct/coopcode-model.json" ] \
-  || need=$((need + 1280))
+cache=${COOPCODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/coopcode}  # coopcode.core.paths.cache_dir
+[ -f "$cache/models/qwen2.5-coder-0.5b-instruct/coopcode-model.json" ] || need=$((need + 1280))
 free=$(df -Pm . | awk 'NR == 2 {print $4}')
+gb() { echo "$(($1 / 1024)).$((($1 % 1024) * 10 / 1024))"; }  # MB -> GB, one decimal, cut
 if [ "$free" -lt "$need" ]; then
-  echo "coopcode: $((free / 1024)).$(((free % 1024) * 10 / 1024)) GB free on this disk; make $job needs about $((need / 1024)).$(((need % 1024) * 10 / 1024)) GB (free some, e.g. old clones' .venv folders, then rerun)" >&2
+  echo "coopcode: $(gb "$free") GB free on this disk; make $job needs about $(gb "$need") GB (free some, e.g. old clones' .venv folders, then rerun)" >&2
   exit 1
 fi

@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +19,7 @@ from coopcode.core.errors import ModelError
 from coopcode.engines import GenerationRequest, SamplingParams
 from coopcode.engines.embedded.cpu_format import cpu_has_bf16, pick_device_and_dtype
 from coopcode.engines.embedded.engine import TransformersEngine
+from tests.load_helpers import spinning
 
 
 def _prompt(engine: TransformersEngine, text: str = "Write a function.") -> str:
@@ -160,15 +159,9 @@ def test_the_number_format_is_measured_once_per_machine(tmp_path: Path, kernel_m
 
 @contextlib.contextmanager
 def _spinning(count: int) -> Iterator[None]:
-    """`count` processes that spin on a CPU each (plain Python loops, no model code)."""
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
-    try:
+    with spinning(count):
         time.sleep(0.3)  # started
         yield
-    finally:
-        for p in spinners:
-            p.kill()
-            p.wait()
 
 
 def test_a_measurement_taken_under_load_is_taken_again_on_a_quiet_machine(

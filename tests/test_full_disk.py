@@ -97,7 +97,9 @@ def test_a_training_on_a_full_disk_keeps_its_last_save_and_resumes(small_disk: P
 def _ensure_disk(repo: Path, home: Path, job: str = "test") -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", str(repo / "scripts" / "ensure_disk.sh"), "--for", job],
                           capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "HOME": str(home)})
+                          env={**{k: v for k, v in os.environ.items()
+                                  if k not in ("COOPCODE_CACHE", "XDG_CACHE_HOME")},
+                               "HOME": str(home)})
 
 
 def test_make_refuses_in_one_line_when_the_disk_cannot_hold_the_set_up(small_disk: Path,

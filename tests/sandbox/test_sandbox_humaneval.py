@@ -3,9 +3,6 @@ backends; and they still all pass while both cores are busy (timeouts are CPU ti
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +10,7 @@ import pytest
 
 from sandbox import Job
 from sandbox.pool import WorkerPool
+from tests.load_helpers import spinning
 
 # Wrap the canonical solution so it returns a value of the same type that is off by a bit:
 # a stronger check than `return None`, since the tests then compare against near misses.
@@ -63,20 +61,6 @@ def test_wrong_variants_all_fail(sandbox2: WorkerPool, humaneval: dict[str, Any]
     passed = [task for task, v in zip(humaneval, verdicts) if v.passed]
     assert passed == []
     assert {v.status for v in verdicts} <= {"failed", "error"}
-
-
-@contextlib.contextmanager
-def spinning(n: int) -> Iterator[None]:
-    """`n` busy loops for the duration of the block."""
-    # Each in its own session: with autogroup scheduling a session shares the CPU as one.
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-                for _ in range(n)]
-    try:
-        yield
-    finally:
-        for p in spinners:
-            p.kill()
-            p.wait()
 
 
 @pytest.fixture
