@@ -346,3 +346,46 @@ def test_grpo_seed0_started_again_in_fp32_as_its_record_says() -> None:
     assert max(steps[s]["single/kl"] for s in range(12, 24)) < 0.4
     assert [round(100 * sum(steps[s]["pass_rate"] for s in span) / len(span), 1)
             for span in (range(1, 12), range(13, 24))] == [14.2, 19.3]
+
+
+def test_grpo_seed0_finished_and_kept_its_warm_start_as_its_record_says() -> None:
+    """RECORD.md, sixth session: grpo-seed0's validations at 0-45 and their pairing with step 0,
+    the step the tool kept (0: the warm solo agent's adapter, byte for byte), the training
+    pass rates and step times, and the 20 step-45 samples read by hand."""
+    import random
+
+    from coopcode.training.validation import evaluations, keep
+
+    run = REPO / "docs" / "divided-fair" / "runs" / "grpo-seed0"
+    val = _val(run)
+    assert {s: (round(100 * r["val/pass@1"], 1), round(100 * r["val/pass@1_se"], 1))
+            for s, r in val.items()} == {0: (10.6, 3.6), 15: (10.0, 3.3), 30: (10.0, 3.4),
+                                         45: (11.9, 4.0)}
+    rates = _rates_by_step(run)
+    assert {s: tuple(round(100 * x, 1) for x in _paired(rates[s], rates[0])) for s in (15, 30, 45)} \
+        == {15: (-0.6, 3.0), 30: (-0.6, 2.6), 45: (1.2, 3.2)}
+    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    kept = keep(evaluations(run, history))
+    assert kept is not None and (kept["step"], kept["best"]) == (0, 45)
+    assert json.loads((run / "manifest.json").read_text())["kept"]["step"] == 0
+    checkpoint = REPO / "checkpoints" / "compose-fair-grpo-seed0-0.5b"
+    assert (checkpoint / "main" / "adapter_model.safetensors").read_bytes() == \
+        (SOLO / "main" / "adapter_model.safetensors").read_bytes()
+    steps = {r["step"]: r for r in history if r["step"] > 0}
+    assert round(steps[24]["step_seconds"]) == 268
+    later = [steps[s] for s in range(25, 46)]
+    assert [round(sum(r[k] for r in later) / len(later)) for k in
+            ("step_seconds", "gen_seconds", "update_seconds")] == [193, 59, 132]
+    assert [round(100 * sum(steps[s]["pass_rate"] for s in span) / len(span), 1)
+            for span in (range(1, 16), range(31, 46))] == [16.7, 25.8]
+    assert max(steps[s]["single/kl"] for s in range(24, 46)) < 0.14
+    samples = [json.loads(x) for x in gzip.open(run / "validation" / "step-000045" / "samples.jsonl.gz", "rt")]
+    random.seed(0)
+    read = random.sample(samples, 20)
+    status = [s["verdict"]["status"] for s in read]
+    with_reference = [s["agents"]["main_with_reference"] == 1.0 for s in read]
+    own_aux = [s["agents"]["helper_contract"] == 1.0 for s in read]
+    assert (sum(bool(s.get("passed")) for s in read), status.count("timeout"),
+            status.count("syntax_error"), sum(s["n_tokens"] >= 256 for s in read)) == (1, 2, 1, 1)
+    assert (sum(with_reference), sum(own_aux), sum(a and b for a, b in zip(with_reference, own_aux))) == (6, 8, 1)
+    assert all("def aux(" in s["program"] for s in read)
