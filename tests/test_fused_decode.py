@@ -335,10 +335,8 @@ def test_a_lock_left_by_a_killed_build_does_not_hold_up_the_next_engine(tmp_path
     import subprocess
     import sys
 
-    from torch.utils.cpp_extension import _get_build_directory
-
     name = fused_decode._name()
-    built = Path(_get_build_directory(name, verbose=False))
+    built = fused_decode.build_folder()
     folder = tmp_path / "extensions" / name  # (TORCH_EXTENSIONS_DIR holds the builds themselves)
     shutil.copytree(built, folder, ignore=shutil.ignore_patterns("lock"))
     (folder / "lock").touch()  # what torch's FileBaton leaves when its holder is killed

@@ -84,10 +84,14 @@ def built() -> bool:
     """Whether the extension is compiled already on this machine (loading it is quick)."""
     if "module" in _built:
         return True
+    return (build_folder() / f"{_name()}.so").exists()
+
+
+def build_folder() -> Path:
+    """Where torch's extension builder keeps this version's build (TORCH_EXTENSIONS_DIR's)."""
     from torch.utils.cpp_extension import _get_build_directory
 
-    name = _name()
-    return (Path(_get_build_directory(name, verbose=False)) / f"{name}.so").exists()
+    return Path(_get_build_directory(_name(), verbose=False))
 
 
 def extension() -> Any:
@@ -98,9 +102,9 @@ def extension() -> Any:
             return _built["module"]
         if "error" in _built:
             raise RuntimeError(_built["error"])
-        from torch.utils.cpp_extension import _get_build_directory, load
+        from torch.utils.cpp_extension import load
 
-        folder = Path(_get_build_directory(_name(), verbose=False))
+        folder = build_folder()
         try:
             with _only_builder(folder):
                 module = load(name=_name(), sources=[str(SOURCE)],
