@@ -7,6 +7,7 @@ samples. A run has finished when it reached its last step or stopped itself (`--
 kept a step; the scripts wait for that before they choose, bench or keep anything.
 
     .venv/bin/python docs/divided-fair/run_record.py finished FOLDER   # exit 0 when finished
+    .venv/bin/python docs/divided-fair/run_record.py bench-folder ROW  # its kept adapters' folder
 """
 
 from __future__ import annotations
@@ -59,12 +60,37 @@ def read(folder: Path) -> RunRecord | None:
                      evaluations={e["step"]: e for e in evaluations(folder, history)})
 
 
+def bench_folder(row: str, root: Path = Path(".")) -> Path | None:
+    """The folder whose `helper/` and `main/` hold final ROW's kept step, to bench: the run
+    folder on the machine that trained it, else the copy kept in git (`keep_checkpoint.sh`:
+    the same files), so that a machine whose `runs/` is empty benches a finished final
+    without training it again. None where neither holds a finished run."""
+    for folder in (root / "runs" / "divided-fair" / "final-runs" / row,
+                   root / "checkpoints" / f"compose-fair-{row}-0.5b"):
+        record = read(folder)
+        if record is not None and record.finished and (folder / "main").is_dir():
+            return folder
+    return None
+
+
+USAGE = ("usage: run_record.py finished FOLDER   (exit 0 when finished)\n"
+         "       run_record.py bench-folder ROW  (the folder holding ROW's kept adapters)")
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] != "finished":
-        print("usage: run_record.py finished FOLDER", file=sys.stderr)
-        return 2
-    record = read(Path(argv[1]))
-    return 0 if record is not None and record.finished else 1
+    if len(argv) == 2 and argv[0] == "finished":
+        record = read(Path(argv[1]))
+        return 0 if record is not None and record.finished else 1
+    if len(argv) == 2 and argv[0] == "bench-folder":
+        folder = bench_folder(argv[1])
+        if folder is None:
+            print(f"run_record.py: {argv[1]} has not finished here, and checkpoints/ keeps "
+                  "no finished copy of it", file=sys.stderr)
+            return 1
+        print(folder)
+        return 0
+    print(USAGE, file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -22,10 +22,12 @@ case "$row" in
   warm-solo) bench --problems compose:test --reward own --scheme single \
                --main-adapter checkpoints/compose-warm-solo-0.5b/main --out runs/divided-fair/warm/solo
              exit ;;
-  magrpo-seed[012]|grpo-seed[012]) run=runs/divided-fair/final-runs/$row ;;
+  magrpo-seed[012]|grpo-seed[012]) ;;
   *) echo "bench_final.sh: magrpo-seed0..2, grpo-seed0..2, warm-pair or warm-solo, not '$row'" >&2; exit 2 ;;
 esac
-.venv/bin/python docs/divided-fair/run_record.py finished "$run" || { echo "bench_final.sh: $run has not finished" >&2; exit 2; }
+# The kept step's adapters: the run folder's on the machine that trained it, else the copy
+# kept in git (run_record.py bench-folder), so a machine whose runs/ is empty benches it.
+run=$(.venv/bin/python docs/divided-fair/run_record.py bench-folder "$row") || exit 2
 if [ "${row%%-*}" = grpo ]; then
   bench --problems compose:test --reward own --scheme single --main-adapter "$run/main" \
     --out "runs/divided-fair/final/$row" || exit

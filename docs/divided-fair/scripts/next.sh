@@ -53,11 +53,14 @@ kept_whole() {  # ROW: its record, checkpoint and benches already kept in git (r
 final() {  # ROW: train, keep the record, bench at the kept step, keep the benches
   local row=$1 run=runs/divided-fair/final-runs/$1
   kept_whole "$row" && return 0
-  finished_run "$run" || { say "final $row"; bash "$scripts/final.sh" "$row"; }
-  finished_run "$run" || { say "stopped: final $row has not finished"; exit 1; }
-  finished_run "$here/runs/$row" || bash docs/divided/scripts/keep_run.sh "$run" "$here/runs/$row" || exit
-  [ -d "checkpoints/compose-fair-$row-0.5b/main" ] \
-    || bash "$scripts/keep_checkpoint.sh" "$run" "checkpoints/compose-fair-$row-0.5b" || exit
+  # trained and kept in git already (a new machine's runs/ is empty): bench what git holds
+  if ! { finished_run "$here/runs/$row" && [ -d "checkpoints/compose-fair-$row-0.5b/main" ]; }; then
+    finished_run "$run" || { say "final $row"; bash "$scripts/final.sh" "$row"; }
+    finished_run "$run" || { say "stopped: final $row has not finished"; exit 1; }
+    finished_run "$here/runs/$row" || bash docs/divided/scripts/keep_run.sh "$run" "$here/runs/$row" || exit
+    [ -d "checkpoints/compose-fair-$row-0.5b/main" ] \
+      || bash "$scripts/keep_checkpoint.sh" "$run" "checkpoints/compose-fair-$row-0.5b" || exit
+  fi
   rm -rf "$here/carried/$row"  # carried between machines (pause.sh) while unfinished: kept now
   if ! bench_done "runs/divided-fair/humaneval/$row"; then
     say "bench $row"; bash "$scripts/bench_final.sh" "$row"
