@@ -147,3 +147,46 @@ def test_only_steps_the_rule_could_still_pick_keep_their_adapters(
     # The rule's pick among the steps so far is always one of them.
     best = max(scores, key=lambda s: (scores[s], s))
     assert best in choosable
+
+
+def _bench(model: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "coopcode", "bench", "--model", str(model), "--problems",
+         str(REPO / "examples"), "--n", "2", "--k", "1", "--max-new-tokens", "16", "--dtype",
+         "float32", "--deterministic", "--sandbox", "process", "--out", str(out)],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "120"})
+
+
+def test_a_bench_stopped_half_way_is_carried_and_resumes_elsewhere(
+        tiny_model_dir: Path, tmp_path: Path) -> None:
+    """pause.sh carries a bench a session's end stopped (`pack-bench`: meta.json and its
+    samples so far, gzipped); next.sh unpacks it on a machine whose runs/ has none, and the
+    bench resumes from its next sample: the uninterrupted bench's samples, none drawn twice."""
+    whole = tmp_path / "whole"
+    assert _bench(tiny_model_dir, whole).returncode == 0
+    records = (whole / "samples.jsonl").read_text().splitlines()
+    stopped = tmp_path / "stopped"  # what a stopped bench leaves: no summary yet
+    stopped.mkdir()
+    (stopped / "meta.json").write_bytes((whole / "meta.json").read_bytes())
+    (stopped / "samples.jsonl").write_text("\n".join(records[:len(records) // 2]) + "\n")
+
+    assert _sh("pack-bench", whole, tmp_path / "no").returncode == 1  # finished: keep it instead
+    carried = tmp_path / "carried" / "bench" / "final" / "row"
+    packed = _sh("pack-bench", stopped, carried)
+    assert packed.returncode == 0, packed.stderr
+    assert sorted(p.name for p in carried.iterdir()) == ["meta.json", "samples.jsonl.gz"]
+    elsewhere = tmp_path / "other-machine" / "runs" / "final" / "row"
+    assert _sh("unpack", carried, elsewhere).returncode == 0
+    resumed = _bench(tiny_model_dir, elsewhere)
+    assert resumed.returncode == 0, resumed.stderr
+
+    def keyed(folder: Path) -> dict[tuple, tuple]:
+        rows = [json.loads(x) for x in (folder / "samples.jsonl").read_text().splitlines()]
+        return {(r["scheme"], r["task_id"], r["sample"]): (r["helper_code"], r["main_code"])
+                for r in rows}
+    assert len((elsewhere / "samples.jsonl").read_text().splitlines()) == len(records)
+    assert keyed(elsewhere) == keyed(whole)
+    def passed(folder: Path) -> list[tuple]:
+        return [(r["scheme"], r["samples"], r["pass@1"])
+                for r in json.loads((folder / "summary.json").read_text())["rows"]]
+    assert passed(elsewhere) == passed(whole)

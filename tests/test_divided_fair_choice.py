@@ -142,13 +142,16 @@ def test_the_committed_candidates_give_the_committed_recipe() -> None:
 
 
 
-def test_a_final_trained_elsewhere_is_benched_from_the_copy_git_keeps(tmp_path: Path) -> None:
-    """`run_record.py bench-folder ROW`, what bench_final.sh benches: the run folder where this
-    machine trained the final, else its kept copy in checkpoints/ (a new machine's runs/ is
-    empty: 2026-12-06, grpo-seed0 would have been trained again), else one clear line."""
+def test_a_final_is_benched_from_the_copy_git_keeps(tmp_path: Path) -> None:
+    """`run_record.py bench-folder ROW`, what bench_final.sh benches: the kept copy in
+    checkpoints/, which every machine has (a new machine's runs/ is empty: on 2026-12-06
+    grpo-seed0 would have been trained again), else the finished run folder, else one
+    clear line."""
     kept = REPO / "checkpoints" / "compose-fair-grpo-seed0-0.5b"
     copy = tmp_path / "checkpoints" / "compose-fair-grpo-seed0-0.5b"
     shutil.copytree(kept, copy, ignore=shutil.ignore_patterns("*.safetensors", "validation"))
+    run = tmp_path / "runs" / "divided-fair" / "final-runs" / "grpo-seed0"
+    shutil.copytree(copy, run)
 
     def ask(row: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(RECORD), "bench-folder", row],
@@ -156,14 +159,10 @@ def test_a_final_trained_elsewhere_is_benched_from_the_copy_git_keeps(tmp_path: 
 
     asked = ask("grpo-seed0")
     assert asked.returncode == 0 and asked.stdout.strip() == "checkpoints/compose-fair-grpo-seed0-0.5b"
-    run = tmp_path / "runs" / "divided-fair" / "final-runs" / "grpo-seed0"
-    shutil.copytree(copy, run)
-    assert ask("grpo-seed0").stdout.strip() == "runs/divided-fair/final-runs/grpo-seed0"
-    # a run still training here is not benched, and its copy in git is the one that finished
-    manifest = json.loads((run / "manifest.json").read_text())
-    (run / "manifest.json").write_text(json.dumps({**manifest, "step": 20}))
-    assert ask("grpo-seed0").stdout.strip() == "checkpoints/compose-fair-grpo-seed0-0.5b"
     shutil.rmtree(copy / "main")  # a record without its adapters is not a kept final
+    assert ask("grpo-seed0").stdout.strip() == "runs/divided-fair/final-runs/grpo-seed0"
+    manifest = json.loads((run / "manifest.json").read_text())  # a run still training
+    (run / "manifest.json").write_text(json.dumps({**manifest, "step": 20}))
     missing = ask("grpo-seed0")
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.strip() == ("run_record.py: grpo-seed0 has not finished here, and "

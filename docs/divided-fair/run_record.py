@@ -61,12 +61,13 @@ def read(folder: Path) -> RunRecord | None:
 
 
 def bench_folder(row: str, root: Path = Path(".")) -> Path | None:
-    """The folder whose `helper/` and `main/` hold final ROW's kept step, to bench: the run
-    folder on the machine that trained it, else the copy kept in git (`keep_checkpoint.sh`:
-    the same files), so that a machine whose `runs/` is empty benches a finished final
-    without training it again. None where neither holds a finished run."""
-    for folder in (root / "runs" / "divided-fair" / "final-runs" / row,
-                   root / "checkpoints" / f"compose-fair-{row}-0.5b"):
+    """The folder whose `helper/` and `main/` hold final ROW's kept step, to bench: the copy
+    kept in git (`keep_checkpoint.sh`: the run's kept adapters, what a user loads), which
+    every machine has, so a bench carried between machines keeps its identity and one whose
+    `runs/` is empty benches the final without training it again; else the finished run
+    folder (before it is kept). None where neither holds a finished run."""
+    for folder in (root / "checkpoints" / f"compose-fair-{row}-0.5b",
+                   root / "runs" / "divided-fair" / "final-runs" / row):
         record = read(folder)
         if record is not None and record.finished and (folder / "main").is_dir():
             return folder

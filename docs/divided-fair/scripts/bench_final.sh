@@ -25,8 +25,8 @@ case "$row" in
   magrpo-seed[012]|grpo-seed[012]) ;;
   *) echo "bench_final.sh: magrpo-seed0..2, grpo-seed0..2, warm-pair or warm-solo, not '$row'" >&2; exit 2 ;;
 esac
-# The kept step's adapters: the run folder's on the machine that trained it, else the copy
-# kept in git (run_record.py bench-folder), so a machine whose runs/ is empty benches it.
+# The kept step's adapters: the copy kept in git (checkpoints/compose-fair-ROW-0.5b), which
+# every machine has, else the finished run folder (run_record.py bench-folder).
 run=$(.venv/bin/python docs/divided-fair/run_record.py bench-folder "$row") || exit 2
 if [ "${row%%-*}" = grpo ]; then
   bench --problems compose:test --reward own --scheme single --main-adapter "$run/main" \

@@ -25,8 +25,16 @@ finished_run() {  # a run's folder (or its kept record) whose run ended and kept
 }
 bench_done() { [ -f "$1/summary.json" ]; }
 keep_bench() {  # RUN_FOLDER DEST
-  bench_done "$2" || bash docs/divided/scripts/keep.sh "$1" "$2"
+  bench_done "$2" || bash docs/divided/scripts/keep.sh "$1" "$2" || return
+  rm -rf "$here/carried/bench/${1#runs/divided-fair/}"  # carried while unfinished: kept now
 }
+# benches pause.sh carried from another machine, put back where runs/ has none: they resume
+for carried in "$here"/carried/bench/*/ "$here"/carried/bench/*/*/; do
+  [ -f "$carried/samples.jsonl.gz" ] || continue
+  part=${carried#"$here"/carried/bench/}
+  [ -f "runs/divided-fair/$part/samples.jsonl" ] \
+    || bash docs/divided/scripts/carry_run.sh unpack "${carried%/}" "runs/divided-fair/${part%/}" || exit
+done
 
 for name in no-kl one-lr; do
   src=runs/divided-fair/candidates/$name

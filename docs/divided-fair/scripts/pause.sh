@@ -4,11 +4,12 @@
 # were lost so).
 #   1. next.sh is stopped (no new piece starts); the training or bench under way is
 #      interrupted (SIGINT: a training run saves its state first) and waited for;
-#   2. each final run not finished is packed into docs/divided-fair/carried/ROW
+#   2. each bench not finished is carried as its samples so far into
+#      docs/divided-fair/carried/bench/PATH (PATH under runs/divided-fair/), and each final
+#      run not finished is packed into docs/divided-fair/carried/ROW
 #      (docs/divided/scripts/carry_run.sh: its record, its evaluations' adapters, its newest
-#      trainer state); final.sh unpacks it where runs/ has none.
-# Then commit docs/divided-fair/carried/. A bench under way starts again from its first
-# sample on a machine without its folder (14 minutes at most on AMX, more on AVX2).
+#      trainer state); next.sh and final.sh unpack them where runs/ has none.
+# Then commit docs/divided-fair/carried/.
 #   bash docs/divided-fair/scripts/pause.sh
 set -u
 cd "$(dirname "$0")/../../.."
@@ -23,6 +24,15 @@ if pgrep -f "$working" >/dev/null; then
   echo "pause: a run is still going after 15 minutes: $(pgrep -af "$working" | head -1)" >&2
   exit 1
 fi
+# A bench stopped half-way is carried as its samples so far (meta.json, samples.jsonl.gz);
+# next.sh puts it back where runs/ has none, and it resumes from its next sample.
+find runs/divided-fair -name meta.json -not -path '*/final-runs/*' -not -path '*/candidates/*' 2>/dev/null |
+  while read -r meta; do
+    bench=$(dirname "$meta")
+    [ -f "$bench/summary.json" ] || [ ! -s "$bench/samples.jsonl" ] && continue
+    bash docs/divided/scripts/carry_run.sh pack-bench "$bench" \
+      "docs/divided-fair/carried/bench/${bench#runs/divided-fair/}" || exit
+  done || exit
 for run in runs/divided-fair/final-runs/*/; do
   [ -f "$run/config.json" ] || continue
   .venv/bin/python docs/divided-fair/run_record.py finished "$run" && continue

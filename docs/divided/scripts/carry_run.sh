@@ -2,6 +2,7 @@
 # Carry an unfinished final run to the next machine in git, and back.
 #   bash docs/divided/scripts/carry_run.sh pack runs/divided/final-runs/ROW docs/divided/carried/ROW
 #   bash docs/divided/scripts/carry_run.sh unpack docs/divided/carried/ROW runs/divided/final-runs/ROW
+#   bash docs/divided/scripts/carry_run.sh pack-bench runs/.../BENCH docs/.../carried/bench/BENCH
 # A working session may start on a fresh machine that has only what was committed; runs/ is
 # not. `pack` copies what `coopcode train --resume` needs: the run's record as keep_run.sh keeps
 # it (config, metrics, manifest, step samples and each evaluation, gzipped), the adapters an
@@ -41,6 +42,16 @@ case "$what" in
     mv "$dest.partial" "$dest"
     echo "carried $src (state $(basename "$state")) in $dest: $(du -sh "$dest" | cut -f1)"
     ;;
+  pack-bench)  # a bench stopped half-way: its samples so far, to resume from
+    [ -f "$src/meta.json" ] && [ -s "$src/samples.jsonl" ] \
+      || { echo "carry_run: $src holds no bench with samples" >&2; exit 1; }
+    [ ! -f "$src/summary.json" ] || { echo "carry_run: $src has finished: keep it (keep.sh)" >&2; exit 1; }
+    rm -rf "${dest:?}.partial" && mkdir -p "$dest.partial"
+    cp "$src/meta.json" "$dest.partial/"
+    gzip -c "$src/samples.jsonl" > "$dest.partial/samples.jsonl.gz"
+    rm -rf "$dest" && mv "$dest.partial" "$dest"
+    echo "carried bench $src ($(wc -l < "$src/samples.jsonl") samples) in $dest"
+    ;;
   unpack)  # a training run (config.json) or a bench's samples so far (meta.json)
     [ -f "$src/config.json" ] || [ -f "$src/meta.json" ] \
       || { echo "carry_run: $src holds no carried run" >&2; exit 1; }
@@ -55,5 +66,5 @@ case "$what" in
     from=$(ls "$dest/trainer_state" 2>/dev/null || echo "its samples so far")
     echo "unpacked $src into $dest: it resumes from $from"
     ;;
-  *) echo "carry_run: pack RUN DEST or unpack CARRIED RUN" >&2; exit 2 ;;
+  *) echo "carry_run: pack RUN DEST, pack-bench BENCH DEST or unpack CARRIED RUN" >&2; exit 2 ;;
 esac
