@@ -389,3 +389,35 @@ def test_grpo_seed0_finished_and_kept_its_warm_start_as_its_record_says() -> Non
             status.count("syntax_error"), sum(s["n_tokens"] >= 256 for s in read)) == (1, 2, 1, 1)
     assert (sum(with_reference), sum(own_aux), sum(a and b for a, b in zip(with_reference, own_aux))) == (6, 8, 1)
     assert all("def aux(" in s["program"] for s in read)
+
+
+def test_grpo_seed0_benched_once_at_its_kept_step_as_its_record_says() -> None:
+    """RECORD.md, seventh session: grpo-seed0's benches from its kept copy in checkpoints/
+    (runs/ was empty), in float32; its HumanEval carry-over paired with the untrained single
+    model's bench that bench_final.sh names, and magrpo-seed0's beside it; the time each took."""
+    from coopcode.evaluation.compare import compare_runs, load_run
+
+    fair = REPO / "docs" / "divided-fair"
+    for bench in ("final/grpo-seed0", "humaneval/grpo-seed0"):
+        meta = json.loads((fair / bench / "meta.json").read_text())
+        assert meta["identity"]["main_adapter"] == "checkpoints/compose-fair-grpo-seed0-0.5b/main"
+        assert meta["engine_detail"]["dtype"] == "float32"
+    compose = [json.loads(x) for x in gzip.open(fair / "final" / "grpo-seed0" / "samples.jsonl.gz", "rt")]
+    humaneval = [json.loads(x) for x in gzip.open(fair / "humaneval" / "grpo-seed0" / "samples.jsonl.gz", "rt")]
+    assert (len(compose), sum(bool(s["passed"]) for s in compose)) == (880, 92)
+    assert (len(humaneval), sum(bool(s["passed"]) for s in humaneval)) == (400, 153)
+    minutes = {b: round(json.loads((fair / b / "summary.json").read_text())["meta"]["wall_seconds"] / 60, 1)
+               for b in ("final/grpo-seed0", "humaneval/grpo-seed0")}
+    assert minutes == {"final/grpo-seed0": 38.9, "humaneval/grpo-seed0": 8.0}
+    single = load_run(str(REPO / "docs" / "coop" / "samples" / "single"))
+    paired = {}
+    for row in ("grpo-seed0", "magrpo-seed0"):
+        d = compare_runs(single, load_run(str(fair / "humaneval" / row)), [1])["per_k"][0]
+        paired[row] = (round(100 * d["a"]["mean"], 2), round(100 * d["b"]["mean"], 2),
+                       round(100 * d["diff_mean"], 2), round(100 * d["diff_low"], 2), round(100 * d["diff_high"], 2))
+    assert paired == {"grpo-seed0": (35.25, 38.25, 3.0, -3.57, 9.57),
+                      "magrpo-seed0": (35.25, 30.0, -5.25, -12.53, 2.03)}
+    table = json.loads((fair / "table.json").read_text())
+    rows = {r["row"]: r for r in table["rows"]}
+    assert (round(100 * rows["grpo-seed0"]["pass@1"], 2), rows["grpo-seed0"]["dtype"],
+            rows["magrpo-seed0"]["dtype"]) == (10.45, "float32", "bfloat16")

@@ -122,8 +122,10 @@ def build_table(root: Path = HERE) -> dict[str, Any]:
         if (path / "meta.json").exists():
             figures[key] = row_figures(path, KS)
             f = figures[key]
+            meta = json.loads((path / "meta.json").read_text())
             listed.append({"row": key, "what": what, "problems": f.problems,
                            "samples": f.samples,
+                           "dtype": (meta.get("engine_detail") or {}).get("dtype"),
                            **{f"pass@{k}": f.pass_at[k].mean for k in KS},
                            **{f"pass@{k}_ci": _listed(f.pass_at[k].ci) for k in KS},
                            **{f"pass@{k}_ci_clustered": _listed(f.pass_at[k].ci_clustered)
@@ -247,16 +249,19 @@ def render_markdown(table: Mapping[str, Any]) -> str:
              "(`docs/divided-fair/table.py`); compose:test, 88 problems x n=10, T=0.8. "
              f"{100 * table['interval']['level']:.0f}% intervals, per problem: "
              f"{table['interval']['method']}; clustered by HumanEval source: "
-             f"{table['interval']['clustered_method']}.", "",
-             "| row | what | pass@1 | per problem | clustered | pass@10 | per problem |",
-             "|---|---|---|---|---|---|---|"]
+             f"{table['interval']['clustered_method']}. *Sampled in*: the model's arithmetic "
+             "where the row was benched (bfloat16 on an Intel Xeon with AMX, float32 on an "
+             "AVX2-only AMD EPYC, where the engine measures fp32 the faster): the same protocol "
+             "and adapters, other rounding.", "",
+             "| row | what | pass@1 | per problem | clustered | pass@10 | per problem | sampled in |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in table["rows"]:
         if r.get("not_run"):
-            lines.append(f"| {r['row']} | {r['what']} | not run | | | | |")
+            lines.append(f"| {r['row']} | {r['what']} | not run | | | | | |")
             continue
         lines.append(f"| {r['row']} | {r['what']} | {pct(r['pass@1'])} | "
                      f"{_ci(r['pass@1_ci'])} | {_ci(r['pass@1_ci_clustered'])} | "
-                     f"{pct(r['pass@10'])} | {_ci(r['pass@10_ci'])} |")
+                     f"{pct(r['pass@10'])} | {_ci(r['pass@10_ci'])} | {r.get('dtype') or '?'} |")
     head = ["| row | against | k | Δ (points) | per problem | clustered | gained / lost / tied |",
             "|---|---|---|---|---|---|---|"]
     if table["seeds"]:
