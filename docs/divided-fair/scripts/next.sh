@@ -51,18 +51,19 @@ if [ ! -f "$here/recipe.txt" ]; then
   say "recipe: $chosen ($(cat "$here/recipe.txt"))"
 fi
 
-kept_whole() {  # ROW: its record, checkpoint and benches already kept in git (runs/ may be gone)
+trained_in_git() {  # ROW: its finished record and kept adapters in git (runs/ may be gone)
+  finished_run "$here/runs/$1" && [ -d "checkpoints/compose-fair-$1-0.5b/main" ]
+}
+kept_whole() {  # ROW: trained, and its benches kept in git too
   local row=$1
-  finished_run "$here/runs/$row" && [ -d "checkpoints/compose-fair-$row-0.5b/main" ] \
-    && bench_done "$here/final/$row" && bench_done "$here/humaneval/$row" \
+  trained_in_git "$row" && bench_done "$here/final/$row" && bench_done "$here/humaneval/$row" \
     && { [ "${row%%-*}" = grpo ] || bench_done "$here/final/$row-main"; }
 }
 
 final() {  # ROW: train, keep the record, bench at the kept step, keep the benches
   local row=$1 run=runs/divided-fair/final-runs/$1
   kept_whole "$row" && return 0
-  # trained and kept in git already (a new machine's runs/ is empty): bench what git holds
-  if ! { finished_run "$here/runs/$row" && [ -d "checkpoints/compose-fair-$row-0.5b/main" ]; }; then
+  if ! trained_in_git "$row"; then  # else bench what git holds, wherever it was trained
     finished_run "$run" || { say "final $row"; bash "$scripts/final.sh" "$row"; }
     finished_run "$run" || { say "stopped: final $row has not finished"; exit 1; }
     finished_run "$here/runs/$row" || bash docs/divided/scripts/keep_run.sh "$run" "$here/runs/$row" || exit
