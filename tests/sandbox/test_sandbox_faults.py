@@ -26,9 +26,11 @@ def canonical_jobs(humaneval: dict[str, dict[str, Any]], n: int) -> list[Job]:
 
 
 def kill_workers(pool: WorkerPool, backend: str) -> int:
-    """Kill every live worker of `pool` from outside, as an operator or the OOM killer would."""
+    """Kill every live worker of `pool` from outside, as an operator or the OOM killer would;
+    how many were killed (one already gone is not counted)."""
     with pool._cond:
         workers = list(pool._all)
+    killed = 0
     if backend == "docker":
         from sandbox.image import client
 
@@ -36,15 +38,17 @@ def kill_workers(pool: WorkerPool, backend: str) -> int:
         for w in workers:
             try:
                 dc.api.kill(w.name)
+                killed += 1
             except Exception:
                 pass  # already gone
     else:
         for w in workers:
             try:
                 os.kill(w.transport.proc.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+                killed += 1
             except ProcessLookupError:
                 pass
-    return len(workers)
+    return killed
 
 
 class Outage:
@@ -72,17 +76,22 @@ def test_killed_workers_are_replaced_and_their_jobs_run_again(backend: str,
     try:
         jobs = canonical_jobs(humaneval, 164)
         kills = [0]
+        done = threading.Event()
 
         def killer() -> None:
-            for _ in range(3):  # three rounds while the jobs run
-                time.sleep(0.3)
+            # Rounds until three workers have died while the jobs run: a round that finds
+            # every worker being replaced kills none (a loaded machine starts them slowly).
+            while kills[0] < 3 and not done.wait(0.3):
                 kills[0] += kill_workers(pool, backend)
 
         thread = threading.Thread(target=killer)
         thread.start()
-        verdicts = pool.run_many(jobs)
-        thread.join()
-        assert kills[0] >= 3
+        try:
+            verdicts = pool.run_many(jobs)
+        finally:
+            done.set()
+            thread.join()
+        assert kills[0] >= 3, f"the {len(jobs)} jobs ended before three workers were killed"
         print(f"{backend}: {kills[0]} workers killed under {len(jobs)} jobs, "
               f"{pool.infra_retries} jobs re-run, "
               f"{sum(v.status != 'passed' for v in verdicts)} wrong verdicts")

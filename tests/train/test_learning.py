@@ -20,6 +20,7 @@ from coopcode.training.rollout import output_scorer
 STEPS = 5  # bounded: a step is G one-token samples per agent, about a second on CPU
 GROUP = 16
 LR = 1e-3
+PROBE_DRAWS = 4  # groups sampled before training to choose each agent's target
 
 
 def _learn(algo: str, make_engine: Any, model_dir: Path, *, seed: int = 0, lr: float = LR,
@@ -32,7 +33,7 @@ def _learn(algo: str, make_engine: Any, model_dir: Path, *, seed: int = 0, lr: f
                 for r, i in action.members.items()]
         return sum(hits) / len(hits)  # the joint reward: each agent's share
 
-    # One problem: the target token is the same at every step. lr 5e-4: the sharp head turns
+    # One problem: the target token is the same at every step. LR, not more: the sharp head turns
     # small hidden-state moves into large probability moves, and Adam's first step moves
     # every weight by ~lr whatever the gradient's size.
     config = TrainConfig(algo=algo, group_size=group, max_new_tokens=1, learning_rate=lr,
@@ -53,13 +54,18 @@ def _learn(algo: str, make_engine: Any, model_dir: Path, *, seed: int = 0, lr: f
         return out
 
     # Each agent's target on each problem: its most frequent first token there in a probe
-    # before training, so the starting rate is well above zero and well below one.
+    # before training, so the starting rate is well above zero and well below one. The probe
+    # is PROBE_DRAWS groups: main's first tokens are spread over several near-equal favourites
+    # (its prompt holds the helper's completion), and the favourite of one group of 16 is
+    # often not main's favourite at all: a target it rarely gives, which the joint reward's
+    # noise (the helper's hits) can then drown for the few steps a test has.
     target.update({(r, p.task_id): -1 for r in config.roles for p in problems})
-    probe, _ = trainer.rollouts.run(problems, step=10**6)
+    probe = [r for k in range(PROBE_DRAWS) for r in trainer.rollouts.run(problems, step=10**6 + k)[0]]
+    counts: dict[tuple[str, str], collections.Counter[int]] = collections.defaultdict(collections.Counter)
     for role in config.roles:
         for r in probe:
-            counts = collections.Counter(s.completion_ids[0] for s in r.root.samples[role])
-            target[role, r.problem.task_id] = counts.most_common(1)[0][0]
+            counts[role, r.problem.task_id].update(s.completion_ids[0] for s in r.root.samples[role])
+    target.update({key: c.most_common(1)[0][0] for key, c in counts.items()})
     before = rates(probe)
     late: list[dict[str, float]] = []
     for _ in range(steps):
