@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The fair round's CPU work, in PLAN.md's order, each piece done once: rerun to go on from
 # where the last stopped (every run and bench it starts is resumable; a piece already done is
-# skipped). Start it in the background with a log; stop it with Ctrl+C (or kill -INT) after a
-# training run's "checkpoint step N" line; it stops at the first piece that does not finish.
+# skipped). Start it in the background with a log; stop it with pause.sh (which carries what
+# is unfinished into git); it stops at the first piece that does not finish.
 #   1. the candidates not yet finished (candidate.sh), each record kept in candidates/NAME;
 #   2. the recipe, chosen on their validation by candidates/choose_recipe.py -> recipe.txt;
 #   3. seed 0's finals (final.sh magrpo-seed0, grpo-seed0), each benched (bench_final.sh);

@@ -2,8 +2,13 @@
 # Pause the round at a session's end and carry what is unfinished into git: the next session
 # may start on another machine whose runs/ is empty (2026-12-06: grpo-seed0's first 16 steps
 # were lost so).
-#   1. next.sh is stopped (no new piece starts); the training or bench under way is
-#      interrupted (SIGINT: a training run saves its state first) and waited for;
+#   1. next.sh is stopped (no new piece starts); the training or bench under way is stopped
+#      and waited for: a training run by SIGINT (it saves its state at the end of the step),
+#      a bench by SIGTERM (it closes its sandbox and exits; the samples it wrote are kept, the
+#      ones in flight are drawn again with the same seeds when it resumes). Not SIGINT for a
+#      bench: one started from a script's background job inherits SIGINT ignored, and as
+#      every Unix program does, keeps ignoring it (2026-12-07: a bench went on for minutes);
+#      training sets its own SIGINT handler whatever it inherited;
 #   2. each bench not finished is carried as its samples so far into
 #      docs/divided-fair/carried/bench/PATH (PATH under runs/divided-fair/), and each final
 #      run not finished is packed into docs/divided-fair/carried/ROW
@@ -15,7 +20,8 @@ set -u
 cd "$(dirname "$0")/../../.."
 working='coopcode (train|bench) '
 pkill -f 'docs/divided-fair/scripts/next.sh' && echo "pause: next.sh stopped"
-pkill -INT -f "$working" && echo "pause: interrupted $(pgrep -f "$working" | wc -l) run(s); waiting"
+pkill -INT -f 'coopcode train ' && echo "pause: interrupted a training run; waiting for its save"
+pkill -TERM -f 'coopcode bench ' && echo "pause: stopped a bench"
 for _ in $(seq 900); do
   pgrep -f "$working" >/dev/null || break
   sleep 1
