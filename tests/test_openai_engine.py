@@ -43,6 +43,15 @@ def test_the_server_and_its_adapters_are_found(engine: Any) -> None:
     assert engine.describe()["base_urls"] == [engine.replicas[0].base_url]
 
 
+def test_the_server_computes_in_the_format_this_cpu_multiplies_fastest(vllm_server: Any) -> None:
+    """bf16 only where the CPU has it: served in bf16, an AVX2-only CPU emulates it (slower
+    a batch: benchmarks/vllm_dtype.py)."""
+    from coopcode.engines.embedded.cpu_format import measured_cpu_dtype
+
+    assert vllm_server.dtype == measured_cpu_dtype()
+    assert f"dtype=torch.{vllm_server.dtype}" in vllm_server.log.read_text(errors="replace")
+
+
 def test_streamed_deltas_add_up_to_each_sample(engine: Any) -> None:
     texts: dict[int, str] = {}
     tokens: dict[int, int] = {}

@@ -59,7 +59,11 @@ class VLLMEngine(Engine):
             llm_kw.setdefault("max_num_batched_tokens", int(SAFE_SERVE_ARGS[1]))
         say(f"starting vLLM for {resolved.name} ({'CPU' if on_cpu else 'GPU'}) ...")
         self.max_adapters = max_adapters
-        self.llm = LLM(model=resolved.path, dtype=dtype or ("bfloat16" if on_cpu else "auto"),
+        if dtype is None and on_cpu:  # as the embedded engine: bf16 only where the CPU has it
+            from coopcode.engines.embedded.cpu_format import measured_cpu_dtype
+
+            dtype = measured_cpu_dtype()
+        self.llm = LLM(model=resolved.path, dtype=dtype or "auto",
                        enable_lora=True, max_loras=lora_slots(max_adapters),
                        max_lora_rank=max_lora_rank, tensor_parallel_size=tensor_parallel_size,
                        seed=0, **llm_kw)

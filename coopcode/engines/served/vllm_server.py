@@ -35,20 +35,31 @@ def vllm_env(venv: Path = VLLM_VENV, kv_cache_gb: int = 2) -> dict[str, str]:
     return env
 
 
+def serve_dtype() -> str:
+    """The number format `vllm serve` (the CPU build) computes in on this CPU: the embedded
+    engine's measured choice, bf16 where the CPU multiplies bf16 natively, fp32 where it only
+    emulates it (an AVX2-only CPU; measured: benchmarks/vllm_dtype.py, docs/benchmarks/engine.md)."""
+    from coopcode.engines.embedded.cpu_format import measured_cpu_dtype
+
+    return measured_cpu_dtype()
+
+
 class VLLMServer:
     """`vllm serve MODEL` with LoRA modules by name, on a free loopback port."""
 
     def __init__(self, model_dir: Path, served_name: str, log: Path, *,
                  lora_modules: Mapping[str, Path] | None = None, max_lora_rank: int = 8,
                  max_model_len: int = 4096, kv_cache_gb: int = 2, venv: Path = VLLM_VENV,
-                 runtime_lora: int = 0) -> None:
+                 runtime_lora: int = 0, dtype: str | None = None) -> None:
         """`runtime_lora`: adapters that will be loaded while it runs (a trainer's, through
-        /v1/load_lora_adapter); slots are kept for them and for a new version beside each."""
+        /v1/load_lora_adapter); slots are kept for them and for a new version beside each.
+        `dtype`: bfloat16 or float32 (default: `serve_dtype()`, measured on this CPU)."""
+        self.dtype = dtype or serve_dtype()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         argv = [str(venv / "bin" / "python"), str(Path(vllm_launch.__file__).resolve()),
                 "serve", str(model_dir), "--served-model-name", served_name, "--host", "127.0.0.1",
-                "--port", str(self.port), "--dtype", "bfloat16", "--max-model-len",
+                "--port", str(self.port), "--dtype", self.dtype, "--max-model-len",
                 str(max_model_len), "--seed", "0", *SAFE_SERVE_ARGS]
         adapters = len(lora_modules or {}) + 2 * runtime_lora
         if adapters:
