@@ -9,6 +9,11 @@ threads (the sandbox's pool, the judging, the scheduler's final jobs), so `insta
 `ast.parse`, which `ast.literal_eval` calls too, in a lock. Parsing holds the GIL anyway:
 the lock makes nothing wait that ran in parallel. Re-entrant, for a finalizer that parses.
 
+What coopcode parses is mostly a model's code: the compiler's warnings about that text
+(`invalid escape sequence '\\s'` in a plain string, a DeprecationWarning on 3.11 and a
+SyntaxWarning printed to the user's terminal from 3.12) are about the parsed text, not about
+the program parsing it, so the locked parse does not pass them on.
+
 Stdlib only (the sandbox package's rule).
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import threading
+import warnings
 from typing import Any
 
 _LOCK = threading.RLock()
@@ -23,7 +29,9 @@ _UNLOCKED = ast.parse
 
 
 def locked_parse(*args: Any, **kwargs: Any) -> Any:
-    with _LOCK:
+    with _LOCK, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
         return _UNLOCKED(*args, **kwargs)
 
 

@@ -64,3 +64,21 @@ def test_parsing_on_several_threads_does_not_fail_once_coopcode_is_imported() ->
         pytest.skip(f"this CPython ({sys.version.split()[0]}) did not show the race unlocked")
     assert "recursion depth mismatch" in bare  # the race, without the lock
     assert _errors("coopcode").startswith("0 "), "the race, with coopcode's lock installed"
+
+
+def test_the_compilers_warnings_about_a_models_code_are_not_passed_on() -> None:
+    """A model's `'\\s'` in a plain string: parsing it warns about that text (printed to the
+    user's terminal from Python 3.12), not about coopcode; the locked parse keeps it quiet.
+    In a child process, so the parse is the first of its source (the compiler's warnings are
+    not repeated for the same text)."""
+    code = textwrap.dedent(r'''
+        import ast, warnings
+        import coopcode  # installs the locked parse
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            ast.parse("import re\ndef f(s):\n    return re.split('\\s+', s)\n")
+        print(len(seen), [str(w.message) for w in seen])
+    ''')
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.startswith("0 "), done.stdout
