@@ -38,7 +38,7 @@ def vllm_env(venv: Path = VLLM_VENV, kv_cache_gb: int = 2) -> dict[str, str]:
 def serve_dtype() -> str:
     """The number format `vllm serve` (the CPU build) computes in on this CPU: the embedded
     engine's measured choice, bf16 where the CPU multiplies bf16 natively, fp32 where it only
-    emulates it (an AVX2-only CPU; measured: benchmarks/vllm_dtype.py, docs/benchmarks/engine.md)."""
+    emulates it (an AVX2-only CPU, where a batch in bf16 took 3.5x as long: benchmarks/vllm_dtype.py)."""
     from coopcode.engines.embedded.cpu_format import measured_cpu_dtype
 
     return measured_cpu_dtype()
