@@ -9,22 +9,21 @@ committed pair as LoRA modules (as the test suite starts it), then
 - `--prompts` HumanEval test-split prompts, each asked of the base model, the `helper` adapter
   and the `main` adapter, all at once (greedy; batch tokens/s).
 Then the ratio of the two formats and how many of the greedy texts they agree on. The
-suite's vLLM tests serve the format `serve_dtype()` measures (bf16 only where the CPU has
+suite's vLLM tests serve the format `measured_cpu_dtype()` chooses (bf16 only where the CPU has
 native bf16); this is the run that says what that choice is worth here.
 """
 
 from __future__ import annotations
 
 import argparse
-import platform
-import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from coopcode.engines.served.vllm_server import VLLMServer, serve_dtype
+from coopcode.engines.embedded.cpu_format import cpu_key, measured_cpu_dtype
+from coopcode.engines.served.vllm_server import VLLMServer
 from coopcode.models import CATALOG, DEFAULT_MODEL, model_dir
 from coopcode.problems import load_humaneval
 
@@ -73,12 +72,7 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--dtypes", default="bfloat16,float32")
     args = ap.parse_args()
-    cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    name = next((ln.split(":", 1)[1].strip() for ln in cpu.splitlines() if ln.startswith("Model name")),
-                platform.processor())
-    flags = open("/proc/cpuinfo").read()
-    print(f"CPU: {name}; avx512_bf16: {'avx512_bf16' in flags}; amx_bf16: {'amx_bf16' in flags}; "
-          f"serve_dtype() here: {serve_dtype()}", flush=True)
+    print(f"CPU: {cpu_key()}; measured_cpu_dtype() here: {measured_cpu_dtype()}", flush=True)
     prompts = [p.prompt for p in load_humaneval("test")[:args.prompts]]
     dtypes = args.dtypes.split(",")
     got = {d: measure(d, prompts, args.max_tokens) for d in dtypes}

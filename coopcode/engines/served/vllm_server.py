@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from coopcode.engines.embedded.cpu_format import measured_cpu_dtype
 from coopcode.engines.served import vllm_launch
 from coopcode.engines.served.vllm_launch import SAFE_SERVE_ARGS, cpu_env, lora_slots
 
@@ -35,15 +36,6 @@ def vllm_env(venv: Path = VLLM_VENV, kv_cache_gb: int = 2) -> dict[str, str]:
     return env
 
 
-def serve_dtype() -> str:
-    """The number format `vllm serve` (the CPU build) computes in on this CPU: the embedded
-    engine's measured choice, bf16 where the CPU multiplies bf16 natively, fp32 where it only
-    emulates it (an AVX2-only CPU, where a batch in bf16 took 3.5x as long: benchmarks/vllm_dtype.py)."""
-    from coopcode.engines.embedded.cpu_format import measured_cpu_dtype
-
-    return measured_cpu_dtype()
-
-
 class VLLMServer:
     """`vllm serve MODEL` with LoRA modules by name, on a free loopback port."""
 
@@ -53,8 +45,10 @@ class VLLMServer:
                  runtime_lora: int = 0, dtype: str | None = None) -> None:
         """`runtime_lora`: adapters that will be loaded while it runs (a trainer's, through
         /v1/load_lora_adapter); slots are kept for them and for a new version beside each.
-        `dtype`: bfloat16 or float32 (default: `serve_dtype()`, measured on this CPU)."""
-        self.dtype = dtype or serve_dtype()
+        `dtype`: bfloat16 or float32 (default: the embedded engine's choice, measured on this
+        CPU: bf16 only where the CPU multiplies it natively; an AVX2-only CPU emulates it, and
+        a batch in bf16 took 3.5x as long there: benchmarks/vllm_dtype.py)."""
+        self.dtype = dtype or measured_cpu_dtype()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         argv = [str(venv / "bin" / "python"), str(Path(vllm_launch.__file__).resolve()),
