@@ -421,3 +421,19 @@ def test_grpo_seed0_benched_once_at_its_kept_step_as_its_record_says() -> None:
     rows = {r["row"]: r for r in table["rows"]}
     assert (round(100 * rows["grpo-seed0"]["pass@1"], 2), rows["grpo-seed0"]["dtype"],
             rows["magrpo-seed0"]["dtype"]) == (10.45, "float32", "bfloat16")
+
+
+def test_the_untrained_sequential_baseline_is_what_its_record_says() -> None:
+    """RECORD.md, ninth session: the untrained `sequential` bench on compose:test, float32,
+    recounted from its committed samples and the table built from them."""
+    fair = REPO / "docs" / "divided-fair"
+    bench = fair / "baselines" / "sequential"
+    assert json.loads((bench / "meta.json").read_text())["engine_detail"]["dtype"] == "float32"
+    samples = [json.loads(x) for x in gzip.open(bench / "samples.jsonl.gz", "rt")]
+    passed = [s for s in samples if s["passed"]]
+    assert (len(samples), len(passed)) == (880, 14)
+    assert sum(bool(s["main_calls_helper"]) for s in samples) == 126  # 14.3%
+    assert sum(s["cooperation"]["both_needed"] is True for s in passed) == 3  # 21.4% of 14
+    assert sum(s["cooperation"]["helper_solves"] is True for s in passed) == 8
+    rows = {r["row"]: r for r in json.loads((fair / "table.json").read_text())["rows"]}
+    assert (round(100 * rows["sequential"]["pass@1"], 2), round(100 * rows["single"]["pass@1"], 2)) == (1.59, 1.70)
