@@ -6,8 +6,9 @@
 #   1. the candidates not yet finished (candidate.sh), each record kept in candidates/NAME;
 #   2. the recipe, chosen on their validation by candidates/choose_recipe.py -> recipe.txt;
 #   3. seed 0's finals (final.sh magrpo-seed0, grpo-seed0), each benched (bench_final.sh);
-#   4. the untrained baselines and the two warm starts on compose:test;
-#   5. seeds 1 and 2 likewise.
+#   4. the untrained baselines sequential and contract on compose:test;
+#   5. seeds 1 and 2 likewise (3.);
+#   6. the untrained plan baseline and the two warm starts on compose:test.
 # Each finished bench is kept in docs/divided-fair/ (keep.sh), each final's training record
 # in runs/ROW (keep_run.sh) and its kept adapters in checkpoints/compose-fair-ROW-0.5b
 # (keep_checkpoint.sh): commit them, and read 20 samples of each final by hand. At a session's
@@ -83,13 +84,24 @@ final() {  # ROW: train, keep the record, bench at the kept step, keep the bench
 final magrpo-seed0
 final grpo-seed0
 
-for scheme in sequential contract plan; do
+baseline() {  # SCHEME: the untrained model on compose:test, benched once and kept
+  local scheme=$1
   if ! bench_done "$here/baselines/$scheme"; then
     bench_done "runs/divided-fair/$scheme" || { say "baseline $scheme"; bash "$scripts/baselines.sh" "$scheme"; }
     bench_done "runs/divided-fair/$scheme" || { say "stopped: baseline $scheme"; exit 1; }
     keep_bench "runs/divided-fair/$scheme" "$here/baselines/$scheme" || exit
   fi
+}
+baseline sequential
+baseline contract
+# Seeds 1 and 2 before the plan baseline and the warm benches (order changed 2026-12-07,
+# RECORD "Tenth session"): on an AVX2-only CPU the round outlasts many sessions, and the
+# seeds are what the goal asks first. No figure depends on the order.
+for seed in 1 2; do
+  final "magrpo-seed$seed"
+  final "grpo-seed$seed"
 done
+baseline plan
 for warm in pair solo; do
   if ! bench_done "$here/warm/$warm"; then
     bench_done "runs/divided-fair/warm/$warm" || { say "warm-$warm"; bash "$scripts/bench_final.sh" "warm-$warm"; }
@@ -98,8 +110,4 @@ for warm in pair solo; do
   fi
 done
 
-for seed in 1 2; do
-  final "magrpo-seed$seed"
-  final "grpo-seed$seed"
-done
 say "the round's CPU work is done: table.py, then read 20 samples of each final"
