@@ -65,3 +65,42 @@ def test_no_module_imports_a_floor_above_its_own_or_outside_the_package() -> Non
             elif target in rank and rank[target] < rank[floor]:
                 offenders.append(f"{where}:{line}: {floor}/ imports {module}, a floor above")
     assert not offenders, "\n".join(offenders)
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Each module of the package -> the package's modules it imports (a deferred import and
+    one for the type checker alone included; `from coopcode import __version__` left out)."""
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = set()
+        for _, module, names in imported_modules(path):
+            if module.partition(".")[0] != "coopcode" or (module, names) == ("coopcode", ["__version__"]):
+                continue
+            for imported in names or [""]:  # `from a.b import c`: module a.b.c if there is one
+                whole = f"{module}.{imported}" if imported else module
+                targets.add(whole if whole in modules else module)
+        graph[name] = (targets & modules.keys()) - {name}
+    return graph
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    """Floors keep folders apart; inside a folder two modules could still import each other,
+    if only for the type checker (a Protocol's argument, a dataclass field): then neither can
+    be read, moved or tested without the other. A circle found is named by its modules."""
+    graph = module_imports()
+    circles = []
+    for start in sorted(graph):  # a depth-first walk from each module back to itself
+        stack, seen = [(start, [start])], set()
+        while stack:
+            here, path = stack.pop()
+            for there in sorted(graph[here]):
+                if there == start:
+                    circles.append(" -> ".join([*path, start]))
+                elif there not in seen and there > start:  # each circle once, from its least module
+                    seen.add(there)
+                    stack.append((there, [*path, there]))
+    assert not circles, "\n".join(circles)

@@ -118,6 +118,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 }
 
 Emit = Callable[[Event], None]
+Say = Callable[[str], None]  # a line for the user: loading progress, a warning
 
 
 def ignore(_event: Event) -> None:

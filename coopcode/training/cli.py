@@ -21,13 +21,12 @@ from rich.console import Console
 from rich.table import Table
 
 from coopcode.core.errors import UserError
-from coopcode.core.events import Emit, Event
+from coopcode.core.events import Emit, Event, Say
 from coopcode.display.console import make_console
 from coopcode.records.vocabulary import Role
 from coopcode.settings.common import EventsOutput, JsonOutput, MainSees, SandboxChoice
 from coopcode.settings.options import check_options, config_options, given_on_command_line, option
 from coopcode.training.config import TrainConfig
-from coopcode.training.context import Say
 
 if TYPE_CHECKING:
     from coopcode.evaluation.stats import Choice

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from coopcode.training.rollout import ProblemRollout, Scorer
     from sandbox import Sandbox
 
-Say = Callable[[str], None]  # a line for the user: loading progress, a warning
 # Told as a step goes: its phase ("sampling", "scoring", ...) and the tokens sampled so far.
 PhaseWatcher = Callable[[str, int], None]
 

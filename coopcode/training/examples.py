@@ -31,12 +31,12 @@ from pathlib import Path
 
 from coopcode.code_analysis.docstrings import has_docstring
 from coopcode.core.errors import UserError
+from coopcode.core.events import Say
 from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.records.attempts import AgentOutput, Attempt
 from coopcode.records.vocabulary import FinishReason, Role
 from coopcode.schemes import PromptBook, SampleState, Scheme, adapter_of, prompts
-from coopcode.training.context import Say
 
 PAIR = (Role.HELPER, Role.MAIN)
 SINGLE = "solution"

@@ -29,9 +29,9 @@ if TYPE_CHECKING:
     from peft import LoraConfig, PeftModel
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from coopcode.core.events import Say
     from coopcode.engines import Engine
     from coopcode.engines.embedded.engine import TransformersEngine
-    from coopcode.training.context import Say
     from coopcode.training.logprobs import TokenLogprobs
 
 

@@ -48,7 +48,15 @@ from coopcode.schemes import (
     scheme_contract,
 )
 from coopcode.training.config import TrainConfig
-from coopcode.training.tree import JointAction, Node, Sample, aligned_members, cross_members, mean
+from coopcode.training.tree import (
+    Alone,
+    JointAction,
+    Node,
+    Sample,
+    aligned_members,
+    cross_members,
+    mean,
+)
 from sandbox import Sandbox, Verdict
 
 
@@ -75,17 +83,6 @@ class AloneScorer(Scorer, Protocol):
     what counterfactual credit needs."""
 
     def alone(self, items: Sequence[tuple[Problem, str]]) -> list[Scored]: ...
-
-
-@dataclass
-class Alone:
-    """Counterfactual credit: main's own answer to a joint action's problem, written without
-    the helper's code (the single-agent prompt, main's adapter), and what it scored."""
-
-    code: str
-    reward: RewardBreakdown
-    passed: bool
-    tokens: int = 0
 
 
 class ExecutionScorer:

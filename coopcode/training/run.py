@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coopcode.core.errors import UserError
-from coopcode.core.events import Emit, Finished, Log, Progress, Started, ignore
+from coopcode.core.events import Emit, Finished, Log, Progress, Say, Started, ignore
 from coopcode.core.files import append_line, no_space, write_failure
 from coopcode.core.run_lock import RunLock
 from coopcode.records.vocabulary import Role
 from coopcode.training import checkpoint as ckpt
 from coopcode.training import validation as val
 from coopcode.training.config import TrainConfig, flag
-from coopcode.training.context import Say, Trainer, TrainingRun
+from coopcode.training.context import Trainer, TrainingRun
 from coopcode.training.data import load_training_problems
 from coopcode.training.guards import CollapseWatch, collapse_warnings
 from coopcode.training.metrics import MetricsLog

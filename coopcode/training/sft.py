@@ -22,11 +22,12 @@ from typing import Any
 import torch
 
 from coopcode.core.errors import UserError
+from coopcode.core.events import Say
 from coopcode.engines import Engine
 from coopcode.problems import Problem
 from coopcode.schemes import adapter_of, get_scheme
 from coopcode.training.config import TrainConfig
-from coopcode.training.context import Say, TrainingRun
+from coopcode.training.context import TrainingRun
 from coopcode.training.data import ProblemOrder
 from coopcode.training.distributed import Ranks, no_sync
 from coopcode.training.examples import Example, Target, load_examples, render_targets

@@ -26,7 +26,6 @@ from coopcode.rewards import RewardBreakdown
 if TYPE_CHECKING:
     from coopcode.records.cooperation import Cooperation
     from coopcode.schemes.prompts import Prompt
-    from coopcode.training.rollout import Alone
 
 
 @dataclass
@@ -43,6 +42,17 @@ class Sample:
     first_prompt: Prompt | None = field(default=None, repr=False)  # the turn-1 prompt of its lineage
     ret: float = 0.0  # return (mean over the joint actions it is in)
     advantage: float = 0.0
+
+
+@dataclass
+class Alone:
+    """Counterfactual credit: main's own answer to a joint action's problem, written without
+    the helper's code (the single-agent prompt, main's adapter), and what it scored."""
+
+    code: str
+    reward: RewardBreakdown
+    passed: bool
+    tokens: int = 0
 
 
 @dataclass
