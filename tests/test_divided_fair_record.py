@@ -437,3 +437,31 @@ def test_the_untrained_sequential_baseline_is_what_its_record_says() -> None:
     assert sum(s["cooperation"]["helper_solves"] is True for s in passed) == 8
     rows = {r["row"]: r for r in json.loads((fair / "table.json").read_text())["rows"]}
     assert (round(100 * rows["sequential"]["pass@1"], 2), round(100 * rows["single"]["pass@1"], 2)) == (1.59, 1.70)
+
+
+def test_the_training_pass_rates_rise_by_problem_order_is_what_the_record_says() -> None:
+    """The RECORD's table of each seed-0 run's pass rate on the problems of its first and last
+    15 steps (and of the same problems met in other orders) is what the committed training
+    samples give, and each run's problems are the ones seed 0's order puts at those steps."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "training_order", REPO / "docs" / "divided-fair" / "checks" / "training_order.py")
+    assert spec and spec.loader
+    order = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(order)
+    window = order.windows()
+    assert sorted(set(window.values())) == [0, 1, 2] and len(window) == 178  # one drawn twice
+    for folder in order.SAME_ORDER.values():  # the order the runs trained in is seed 0's
+        seen = set()
+        for line in gzip.open(REPO / folder / "samples.jsonl.gz", "rt"):
+            record = json.loads(line)
+            assert record["step"] <= 45
+            assert window.get(record["task_id"], (record["step"] - 1) // 15) == (record["step"] - 1) // 15
+            seen.add(record["task_id"])
+        assert seen >= window.keys()
+    table = order.table()
+    assert table in (REPO / "docs" / "divided-fair" / "RECORD.md").read_text()
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines()[2:]}
+    assert "| 18.8% | 28.0% | +9.3" in rows["magrpo-seed0 (final)"]
+    assert "+2.6 [" in rows["first round, MAGRPO seed 1 (steps 1-135)"]
