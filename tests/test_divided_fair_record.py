@@ -465,3 +465,23 @@ def test_the_training_pass_rates_rise_by_problem_order_is_what_the_record_says()
     rows = {line.split(" | ")[0].lstrip("| "): line for line in table.splitlines()[2:]}
     assert "| 18.8% | 28.0% | +9.3" in rows["magrpo-seed0 (final)"]
     assert "+2.6 [" in rows["first round, MAGRPO seed 1 (steps 1-135)"]
+
+
+def test_the_untrained_contract_baseline_is_what_its_record_says() -> None:
+    """RECORD.md, tenth session: the untrained `contract` bench on compose:test, float32,
+    recounted from its committed samples and the table built from them."""
+    fair = REPO / "docs" / "divided-fair"
+    bench = fair / "baselines" / "contract"
+    assert json.loads((bench / "meta.json").read_text())["engine_detail"]["dtype"] == "float32"
+    samples = [json.loads(x) for x in gzip.open(bench / "samples.jsonl.gz", "rt")]
+    passed = [s for s in samples if s["passed"]]
+    assert (len(samples), len(passed)) == (880, 11)
+    assert sum(bool(s["main_calls_helper"]) for s in samples) == 17  # 1.9%
+    assert sum(s["cooperation"]["both_needed"] is True for s in passed) == 1
+    assert sum(s["cooperation"]["helper_solves"] is True for s in passed) == 0
+    assert sum(s["reward"]["helper_tests"] == 1.0 for s in samples) == 292
+    assert sum(not s["syntax_ok"] for s in samples) == 139
+    assert sum(any(o["role"] == "main" and o["finish_reason"] == "length" for o in s["outputs"])
+               for s in samples) == 198
+    rows = {r["row"]: r for r in json.loads((fair / "table.json").read_text())["rows"]}
+    assert round(100 * rows["contract"]["pass@1"], 2) == 1.25
