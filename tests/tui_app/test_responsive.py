@@ -44,12 +44,20 @@ class LoopWatch:
     def __init__(self, app: Any) -> None:
         self.last = time.monotonic()
         self.worst = 0.0
+        self.running: list[int] = []  # the kernel's runnable threads at each tick
         app.set_interval(0.02, self.tick)
 
     def tick(self) -> None:
         now = time.monotonic()
         self.worst = max(self.worst, now - self.last)
         self.last = now
+        self.running.append(int(Path("/proc/loadavg").read_text().split()[3].split("/")[0]))
+
+    def slack(self) -> float:
+        """`slack()` measured over the watch instead of the last minute: the mean of the
+        runnable threads per core while it ran (this loop's own thread among them)."""
+        per_core = statistics.mean(self.running or [0]) / (os.cpu_count() or 1)
+        return min(max(per_core, 1.0), 2.5)
 
 
 async def press_and_time(pilot: Any, key: str, effect: Any) -> float:
@@ -118,6 +126,13 @@ async def test_keys_work_while_a_model_loads_and_a_bench_runs(make_app, tiny_mod
         assert busy[0], "the keys were pressed while the bench was running"
         await wait_until(pilot, lambda: not screen.busy, timeout=240)
         await wait_until(pilot, lambda: app.agents_state == "ready", timeout=60)
-        print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s")
+        # The load it ran under, not only the load before it: on two workers the other
+        # worker's next test can start after this one began (2026-12-07, a fresh clone on 2
+        # cores: slack 1.0 at the start, median key 1.25 s; 0.42-0.59 s alone), and the
+        # 1-minute load average lags a 30 s test (two busy loops started 8 s in: load slack
+        # 1.22, median key 1.24 s; runnable threads per core 2.18). Alone: 1.10.
+        k = max(k, watch.slack())
+        print(f"key delays {[round(d, 3) for d in delays]}, worst loop gap {watch.worst:.3f}s, "
+              f"slack {k:.2f}")
         assert max(delays) < MAX_GAP_LOADING * k and statistics.median(delays) < TYPICAL_KEY * k, delays
         assert watch.worst < MAX_GAP_LOADING * k, f"event loop stalled {watch.worst:.2f}s"
