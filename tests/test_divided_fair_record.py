@@ -423,19 +423,25 @@ def test_grpo_seed0_benched_once_at_its_kept_step_as_its_record_says() -> None:
             rows["magrpo-seed0"]["dtype"]) == (10.45, "float32", "bfloat16")
 
 
+def _float32_baseline(scheme: str) -> tuple[list[dict], list[dict], dict[str, dict]]:
+    """An untrained baseline's committed samples (benched in float32), those that passed, and
+    Table 2's rows by name."""
+    fair = REPO / "docs" / "divided-fair"
+    bench = fair / "baselines" / scheme
+    assert json.loads((bench / "meta.json").read_text())["engine_detail"]["dtype"] == "float32"
+    samples = [json.loads(x) for x in gzip.open(bench / "samples.jsonl.gz", "rt")]
+    rows = {r["row"]: r for r in json.loads((fair / "table.json").read_text())["rows"]}
+    return samples, [s for s in samples if s["passed"]], rows
+
+
 def test_the_untrained_sequential_baseline_is_what_its_record_says() -> None:
     """RECORD.md, ninth session: the untrained `sequential` bench on compose:test, float32,
     recounted from its committed samples and the table built from them."""
-    fair = REPO / "docs" / "divided-fair"
-    bench = fair / "baselines" / "sequential"
-    assert json.loads((bench / "meta.json").read_text())["engine_detail"]["dtype"] == "float32"
-    samples = [json.loads(x) for x in gzip.open(bench / "samples.jsonl.gz", "rt")]
-    passed = [s for s in samples if s["passed"]]
+    samples, passed, rows = _float32_baseline("sequential")
     assert (len(samples), len(passed)) == (880, 14)
     assert sum(bool(s["main_calls_helper"]) for s in samples) == 126  # 14.3%
     assert sum(s["cooperation"]["both_needed"] is True for s in passed) == 3  # 21.4% of 14
     assert sum(s["cooperation"]["helper_solves"] is True for s in passed) == 8
-    rows = {r["row"]: r for r in json.loads((fair / "table.json").read_text())["rows"]}
     assert (round(100 * rows["sequential"]["pass@1"], 2), round(100 * rows["single"]["pass@1"], 2)) == (1.59, 1.70)
 
 
@@ -470,11 +476,7 @@ def test_the_training_pass_rates_rise_by_problem_order_is_what_the_record_says()
 def test_the_untrained_contract_baseline_is_what_its_record_says() -> None:
     """RECORD.md, tenth session: the untrained `contract` bench on compose:test, float32,
     recounted from its committed samples and the table built from them."""
-    fair = REPO / "docs" / "divided-fair"
-    bench = fair / "baselines" / "contract"
-    assert json.loads((bench / "meta.json").read_text())["engine_detail"]["dtype"] == "float32"
-    samples = [json.loads(x) for x in gzip.open(bench / "samples.jsonl.gz", "rt")]
-    passed = [s for s in samples if s["passed"]]
+    samples, passed, rows = _float32_baseline("contract")
     assert (len(samples), len(passed)) == (880, 11)
     assert sum(bool(s["main_calls_helper"]) for s in samples) == 17  # 1.9%
     assert sum(s["cooperation"]["both_needed"] is True for s in passed) == 1
@@ -483,5 +485,4 @@ def test_the_untrained_contract_baseline_is_what_its_record_says() -> None:
     assert sum(not s["syntax_ok"] for s in samples) == 139
     assert sum(any(o["role"] == "main" and o["finish_reason"] == "length" for o in s["outputs"])
                for s in samples) == 198
-    rows = {r["row"]: r for r in json.loads((fair / "table.json").read_text())["rows"]}
     assert round(100 * rows["contract"]["pass@1"], 2) == 1.25
