@@ -16,7 +16,7 @@ import gzip
 import json
 import random
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -45,8 +45,8 @@ def windows() -> dict[str, int]:
     ids = [p.task_id for p in load_problems("compose:train")]
     order = ProblemOrder(len(ids), PER_STEP, seed=0)
     drawn = [(ids[i], step // WINDOW) for step in range(STEPS) for i in order.indices(step)]
-    once = {task for task, _ in drawn if sum(t == task for t, _ in drawn) == 1}
-    return {task: w for task, w in drawn if task in once}
+    times = Counter(task for task, _ in drawn)
+    return {task: w for task, w in drawn if times[task] == 1}
 
 
 def per_problem(folder: str, first_step: int = 1) -> dict[str, float]:
