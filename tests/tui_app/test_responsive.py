@@ -35,7 +35,12 @@ def slack() -> float:
     """How much a busy machine stretches the bounds: the 1-minute load per core, between 1
     and 2.5. A job blocking the loop stalls it for the whole job, which the same load
     stretches as much, so the bounds stay discriminating."""
-    return min(max(os.getloadavg()[0] / (os.cpu_count() or 1), 1.0), 2.5)
+    return _per_core(os.getloadavg()[0])
+
+
+def _per_core(load: float) -> float:
+    """A load (runnable threads) per core, clamped to [1, 2.5]: the factor the bounds stretch by."""
+    return min(max(load / (os.cpu_count() or 1), 1.0), 2.5)
 
 
 class LoopWatch:
@@ -56,8 +61,7 @@ class LoopWatch:
     def slack(self) -> float:
         """`slack()` measured over the watch instead of the last minute: the mean of the
         runnable threads per core while it ran (this loop's own thread among them)."""
-        per_core = statistics.mean(self.running or [0]) / (os.cpu_count() or 1)
-        return min(max(per_core, 1.0), 2.5)
+        return _per_core(statistics.mean(self.running or [0]))
 
 
 async def press_and_time(pilot: Any, key: str, effect: Any) -> float:
