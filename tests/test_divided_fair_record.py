@@ -486,3 +486,99 @@ def test_the_untrained_contract_baseline_is_what_its_record_says() -> None:
     assert sum(any(o["role"] == "main" and o["finish_reason"] == "length" for o in s["outputs"])
                for s in samples) == 198
     assert round(100 * rows["contract"]["pass@1"], 2) == 1.25
+
+
+def _magrpo_seed1() -> Path:
+    """magrpo-seed1's record: carried in git while it trains (pause.sh), kept once it ends."""
+    fair = REPO / "docs" / "divided-fair"
+    return next(f for f in (fair / "carried" / "magrpo-seed1", fair / "runs" / "magrpo-seed1")
+                if (f / "metrics.jsonl").exists())
+
+
+def test_magrpo_seed1s_first_18_steps_are_what_its_record_says() -> None:
+    """RECORD.md, eleventh and twelfth sessions: magrpo-seed1's validations at steps 0 and 15
+    (recounted from their samples), the step kept after them, the step times, pass rates,
+    gradient norms and KL of steps 1-18, and the trivial-main warning of step 14."""
+    from coopcode.training.guards import collapse_warnings
+    from coopcode.training.validation import evaluations, keep
+
+    run = _magrpo_seed1()
+    val = _val(run)
+    assert {s: (round(100 * val[s]["val/pass@1"], 1), round(100 * val[s]["val/pass@1_se"], 1),
+                round(100 * val[s]["val/own_work"], 1), round(100 * val[s]["val/own_work_se"], 1),
+                round(val[s]["val/seconds"])) for s in (0, 15)} \
+        == {0: (9.4, 3.7, 67.5, 5.2, 912), 15: (12.5, 3.6, 70.6, 5.7, 741)}
+    assert [_passing(run, s)[:2] for s in (0, 15)] == [(15, 160), (20, 160)]
+    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    kept = keep(evaluations(run, [r for r in history if r["step"] <= 15]))
+    assert kept is not None and (kept["step"], kept["best"]) == (0, 15)
+    steps = {r["step"]: r for r in history if r["step"] > 0}
+
+    def over(span: range) -> dict[str, object]:
+        rows = [steps[s] for s in span]
+        return {"mean": [round(sum(r[k] for r in rows) / len(rows)) for k in
+                         ("step_seconds", "gen_seconds", "update_seconds")],
+                "pass": [round(100 * r["pass_rate"]) for r in rows],
+                "main |g|": (round(min(r["main/grad_norm"] for r in rows)),
+                             round(max(r["main/grad_norm"] for r in rows))),
+                "helper |g|": (round(min(r["helper/grad_norm"] for r in rows)),
+                               round(max(r["helper/grad_norm"] for r in rows)))}
+
+    assert over(range(1, 10)) == {"mean": [500, 129, 367], "pass": [25, 19, 19, 31, 19, 0, 12, 25, 31],
+                                  "main |g|": (29, 96), "helper |g|": (23, 55)}
+    assert over(range(10, 19)) == {"mean": [504, 134, 367], "pass": [25, 25, 31, 12, 19, 12, 12, 25, 12],
+                                   "main |g|": (42, 119), "helper |g|": (32, 59)}
+    assert max(max(steps[s]["main/kl"], steps[s]["helper/kl"]) for s in range(1, 10)) < 0.03
+    assert round(max(steps[s]["main/kl"] for s in range(10, 19)), 2) == 0.18
+    assert max(steps[s]["helper/kl"] for s in range(10, 19)) < 0.02
+    # the guard: it spoke on steps 1-14 and, on steps 1-18, no longer does
+    said = [w.to_dict() for w in collapse_warnings([r for r in history if r["step"] <= 14])]
+    assert [w["kind"] for w in said] == ["trivial-main"]
+    assert not collapse_warnings([r for r in history if r["step"] <= 18])
+    shell = [round(100 * steps[s]["coop/shell"]) for s in range(1, 19)]
+    assert shell[10:14] == [62, 38, 44, 75] and shell[14:18] == [19, 31, 0, 31]
+    assert max(shell[:10]) == 56 and round(sum(shell[10:14]) / 4) == 55
+    assert round(100 * sum(steps[s]["coop/shell"] for s in range(15, 19)) / 4) == 20
+    seed0 = [json.loads(x) for x in (REPO / "docs" / "divided-fair" / "runs" / "magrpo-seed0" /
+                                     "metrics.jsonl").read_text().splitlines() if x]
+    s0 = [r["coop/shell"] for r in seed0 if "coop/shell" in r]
+    assert len(s0) == 45 and round(100 * max(sum(s0[i:i + 4]) / 4 for i in range(42))) == 33
+
+
+def test_magrpo_seed1s_step_11_to_14_samples_read_by_hand_are_counted() -> None:
+    """RECORD.md, twelfth session: what the joint actions behind the trivial-main warning are:
+    20 of steps 11-14's 64 read by hand, and where the no-own-work mains fall by problem."""
+    import ast
+    import random
+
+    samples = [json.loads(x) for x in gzip.open(_magrpo_seed1() / "samples.jsonl.gz", "rt")]
+    actions = [(r["task_id"], a) for r in samples if 11 <= r["step"] <= 14 for a in r["actions"]]
+    assert len(actions) == 64
+
+    def uses(a: dict) -> bool:
+        return "ignored" not in a["cooperation"]["patterns"]
+
+    def one_expression_inner(main: str) -> bool:  # `def f(..): return g(aux(..))`, g one expression
+        entry = ast.parse(main).body[0]
+        assert isinstance(entry, ast.FunctionDef)
+        inner = {n.name: n for n in entry.body if isinstance(n, ast.FunctionDef)}
+        last = entry.body[-1]
+        if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Call)
+                and isinstance(last.value.func, ast.Name) and last.value.func.id in inner):
+            return False
+        body = inner[last.value.func.id].body
+        return len(body) == 1 and isinstance(body[0], ast.Return)
+
+    random.seed(0)
+    read = [a for _, a in random.sample(actions, 20)]
+    shells = [a for a in read if uses(a) and not a["cooperation"]["own_work"]]
+    assert (sum(map(uses, read)), len(shells), sum(bool(a["passed"]) for a in read),
+            sum(bool(a["passed"]) for a in shells)) == (19, 10, 4, 2)
+    assert all(one_expression_inner(a["main"]) for a in shells)
+    assert sum("decorator" in a["cooperation"]["patterns"] for a in read) == 19
+    by_problem: dict[str, int] = defaultdict(int)
+    for task, a in actions:
+        by_problem[task] += uses(a) and not a["cooperation"]["own_work"]
+    counts = sorted(by_problem.values())
+    assert len(counts) == 16 and counts.count(0) == 6 and min(c for c in counts if c) == 3
+    assert sum(counts) == 35  # 55% of 64
