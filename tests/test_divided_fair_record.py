@@ -582,3 +582,63 @@ def test_magrpo_seed1s_step_11_to_14_samples_read_by_hand_are_counted() -> None:
     counts = sorted(by_problem.values())
     assert len(counts) == 16 and counts.count(0) == 6 and min(c for c in counts if c) == 3
     assert sum(counts) == 35  # 55% of 64
+
+
+def test_magrpo_seed1s_steps_19_to_43_are_what_its_record_says() -> None:
+    """RECORD.md, thirteenth session: the step-30 validation (recounted from its samples, and
+    paired by problem against step 0), the step kept after it, the step times and the three
+    clipped spikes of main's gradient norm and KL in steps 19-43."""
+    import math
+
+    from coopcode.training.guards import collapse_warnings
+    from coopcode.training.validation import evaluations, keep
+
+    run = _magrpo_seed1()
+    val = _val(run)[30]
+    assert (round(100 * val["val/pass@1"], 1), round(100 * val["val/pass@1_se"], 1),
+            round(100 * val["val/own_work"], 1), round(100 * val["val/own_work_se"], 1),
+            round(val["val/seconds"])) == (15.6, 4.0, 79.4, 5.4, 467)
+    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    kept = keep(evaluations(run, [r for r in history if r["step"] <= 43]))
+    assert kept is not None and (kept["step"], kept["best"]) == (0, 30)
+
+    def paired(step: int) -> tuple[float, float, int, int]:
+        rates = [{t: sum(bool(s.get("passed")) for s in ss) / len(ss)
+                  for t, ss in _passing(run, s)[2].items()} for s in (0, step)]
+        assert sorted(rates[0]) == sorted(rates[1]) and len(rates[0]) == 40
+        diff = [rates[1][t] - rates[0][t] for t in rates[0]]
+        mean = sum(diff) / len(diff)
+        se = math.sqrt(sum((d - mean) ** 2 for d in diff) / (len(diff) - 1) / len(diff))
+        return (round(100 * mean, 1), round(100 * se, 1), sum(d > 0 for d in diff),
+                sum(d < 0 for d in diff))
+
+    assert paired(30) == (6.2, 3.8, 11, 4) and paired(15)[:2] == (3.1, 2.6)
+    steps = {r["step"]: r for r in history if r["step"] > 0}
+    rows = [steps[s] for s in range(19, 44)]
+    assert [round(sum(r[k] for r in rows) / len(rows)) for k in
+            ("step_seconds", "gen_seconds", "update_seconds")] == [241, 74, 165]
+    assert [round(100 * r["pass_rate"]) for r in rows] == [
+        12, 12, 6, 19, 6, 19, 31, 12, 12, 19, 44, 38, 12, 19, 6, 19, 19, 25, 25, 25, 12, 12, 19, 25, 25]
+    spikes = {s: (round(steps[s]["main/grad_norm"]), round(steps[s]["main/kl"], 2))
+              for s in range(19, 44) if steps[s]["main/grad_norm"] > 200}
+    assert spikes == {28: (1524, 1.27), 40: (1782, 2.96), 43: (1206, 0.73)}
+    others = [steps[s] for s in range(19, 44) if s not in spikes]
+    assert (round(min(r["main/grad_norm"] for r in others)), round(max(r["main/grad_norm"] for r in others))) == (29, 172)
+    assert (round(min(r["main/kl"] for r in others), 3), round(max(r["main/kl"] for r in others), 2)) == (0.004, 0.34)
+    assert (round(steps[29]["main/kl"], 3), round(steps[41]["main/kl"], 2)) == (0.004, 0.04)
+    assert max(r["helper/kl"] for r in rows) < 0.11
+    assert (round(min(r["helper/grad_norm"] for r in rows)), round(max(r["helper/grad_norm"] for r in rows))) == (18, 82)
+    # the guard: only step 14's warning, and none over steps 1-43
+    assert not collapse_warnings([r for r in history if r["step"] <= 43])
+    assert max(round(100 * steps[s]["coop/shell"]) for s in range(19, 44)) == 31
+    # the mains with no syntax credit: 0-4 of 16 a step; step 28's three are one problem's
+    samples = [json.loads(x) for x in gzip.open(run / "samples.jsonl.gz", "rt")]
+    no_credit: dict[int, int] = defaultdict(int)
+    for r in samples:
+        if r["step"] <= 43:
+            no_credit[r["step"]] += sum(a["reward"]["main_syntax"] == 0 for a in r["actions"])
+    assert max(no_credit.values()) == 4 and (no_credit[28], no_credit[40], no_credit[43]) == (3, 4, 2)
+    step28 = [(r["task_id"], a) for r in samples if r["step"] == 28 for a in r["actions"]
+              if a["reward"]["main_syntax"] == 0]
+    assert {t for t, _ in step28} == {"compose/strlen_of_decimal_to_binary"}
+    assert all(a["main"].split("\n")[1][:1] not in (" ", "") for _, a in step28)  # no body
