@@ -17,9 +17,13 @@ SOLO = REPO / "checkpoints" / "compose-warm-solo-0.5b"
 FIRST_SOLO = REPO / "checkpoints" / "compose-sft-solo-0.5b"
 
 
+def _history(run: Path) -> list[dict]:
+    """A run's metrics.jsonl, one record a line."""
+    return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+
+
 def _val(run: Path) -> dict[int, dict]:
-    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
-    return {r["step"]: r for r in records if "val/pass@1" in r}
+    return {r["step"]: r for r in _history(run) if "val/pass@1" in r}
 
 
 def _passing(run: Path, step: int) -> tuple[int, int, dict[str, list[dict]]]:
@@ -115,7 +119,7 @@ def test_the_anchored_candidates_curve_and_kept_step_are_its_committed_validatio
 
     assert [paired(s, 0) for s in (15, 30, 45)] == [(0.6, 2.8), (5.0, 3.0), (11.2, 3.7)]
     assert paired(45, 30) == (6.2, 3.4)
-    history = [json.loads(x) for x in (ANCHORED / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(ANCHORED)
     kept = keep(evaluations(ANCHORED, history))
     assert kept is not None and (kept["step"], kept["best"], kept["preferred"]) == (30, 45, False)
     assert json.loads((ANCHORED / "manifest.json").read_text())["kept"]["step"] == 30
@@ -146,7 +150,7 @@ def test_the_no_kl_candidates_curve_and_kept_step_are_its_committed_validations(
     rounded = [tuple(round(100 * x, 1) for x in _paired(no_kl[s], no_kl[0])) for s in (15, 30, 45)]
     assert rounded == [(1.2, 2.5), (1.2, 3.3), (0.0, 3.1)]
     assert tuple(round(100 * x, 1) for x in _paired(anchored[45], no_kl[45])) == (11.2, 2.8)
-    history = [json.loads(x) for x in (NO_KL / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(NO_KL)
     kept = keep(evaluations(NO_KL, history))
     assert kept is not None and (kept["step"], kept["best"], kept["preferred"]) == (0, 15, False)
     assert json.loads((NO_KL / "manifest.json").read_text())["kept"]["step"] == 0
@@ -176,7 +180,7 @@ def test_the_one_lr_candidates_first_steps_are_its_committed_record() -> None:
     """RECORD.md on one-lr's first 12 steps (its record kept mid-run): step times and main's
     two gradient spikes, with main at the helper's rate."""
     run = REPO / "docs" / "divided-fair" / "candidates" / "one-lr"
-    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(run)
     first = [r for r in history if 0 < r["step"] <= 12]
     assert len(first) == 12 and (min(r["step_seconds"] for r in first),
                                  max(r["step_seconds"] for r in first)) == pytest.approx(
@@ -193,7 +197,7 @@ def test_the_step_and_validation_times_behind_the_no_cut_decision_are_the_candid
     mean step (seconds)."""
     found = {}
     for run in (NO_KL, ANCHORED):
-        history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+        history = _history(run)
         steps = [r["step_seconds"] for r in history if "step_seconds" in r]
         vals = [r["val/seconds"] for r in history if "val/seconds" in r]
         assert len(steps) == 45 and len(vals) == 4
@@ -205,7 +209,7 @@ def test_the_one_lr_candidate_finished_is_its_committed_record() -> None:
     """RECORD.md on one-lr, to step 40 and then finished: step times, validations, the step it
     kept, main's gradient spikes and the KL they came with, against the anchored candidate's KL."""
     run = REPO / "docs" / "divided-fair" / "candidates" / "one-lr"
-    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(run)
     later = [r for r in history if 16 <= r["step"] <= 40]
     times = [r["step_seconds"] for r in later]
     assert len(later) == 25 and (round(min(times)), round(max(times)), round(sum(times) / 25, 1)) \
@@ -236,7 +240,7 @@ def test_the_one_lr_candidate_finished_is_its_committed_record() -> None:
     assert spikes == {21: (527496, 708.6), 38: (285360, 581.6)}
     assert round(max(r["main/kl"] for r in steps if r["step"] not in spikes), 2) == 2.19
     assert max(r["main/kl"] for r in steps if r["step"] - 1 in spikes) < 0.81
-    anchored = [json.loads(x) for x in (ANCHORED / "metrics.jsonl").read_text().splitlines() if x]
+    anchored = _history(ANCHORED)
     assert max(r.get("main/kl", 0.0) for r in anchored) < 0.65
 
 
@@ -263,7 +267,7 @@ def test_the_first_final_kept_its_warm_start_as_its_record_says() -> None:
         == {15: (-3.1, 2.0), 30: (3.1, 3.4), 45: (-2.5, 2.3)}
     assert {s: tuple(round(100 * x, 1) for x in _paired(final[s], anchored[s])) for s in (15, 30, 45)} \
         == {15: (-3.8, 3.0), 30: (-1.9, 3.2), 45: (-13.8, 3.1)}
-    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(run)
     kept = keep(evaluations(run, history))
     assert kept is not None and (kept["step"], kept["best"]) == (0, 30)
     assert json.loads((run / "manifest.json").read_text())["kept"]["step"] == 0
@@ -287,7 +291,7 @@ def test_the_first_final_kept_its_warm_start_as_its_record_says() -> None:
         return (round(100 * sum(r["pass_rate"] for r in rows[:15]) / 15, 1),
                 round(100 * sum(r["pass_rate"] for r in rows[-15:]) / 15, 1))
 
-    candidate = [json.loads(x) for x in (ANCHORED / "metrics.jsonl").read_text().splitlines() if x]
+    candidate = _history(ANCHORED)
     assert pass_rates(steps) == (18.8, 28.8)
     assert pass_rates([r for r in candidate if r["step"] > 0]) == (17.1, 25.8)
     spikes = [(r["step"], round(r["main/kl"], 2), round(r["main/grad_norm"])) for r in steps if r["main/kl"] > 1]
@@ -334,7 +338,7 @@ def test_grpo_seed0_started_again_in_fp32_as_its_record_says() -> None:
         assert meta["engine_detail"]["dtype"] == "float32"
     assert round(json.loads((run / "validation" / "step-000000" / "meta.json").read_text())
                  ["wall_seconds"]) == 389
-    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(run)
     steps = {r["step"]: r for r in history if r["step"] > 0}
     assert round(steps[1]["step_seconds"], 1) == 361.4
     later = [steps[s] for s in range(2, 24)]
@@ -364,7 +368,7 @@ def test_grpo_seed0_finished_and_kept_its_warm_start_as_its_record_says() -> Non
     rates = _rates_by_step(run)
     assert {s: tuple(round(100 * x, 1) for x in _paired(rates[s], rates[0])) for s in (15, 30, 45)} \
         == {15: (-0.6, 3.0), 30: (-0.6, 2.6), 45: (1.2, 3.2)}
-    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(run)
     kept = keep(evaluations(run, history))
     assert kept is not None and (kept["step"], kept["best"]) == (0, 45)
     assert json.loads((run / "manifest.json").read_text())["kept"]["step"] == 0
@@ -509,7 +513,7 @@ def test_magrpo_seed1s_first_18_steps_are_what_its_record_says() -> None:
                 round(val[s]["val/seconds"])) for s in (0, 15)} \
         == {0: (9.4, 3.7, 67.5, 5.2, 912), 15: (12.5, 3.6, 70.6, 5.7, 741)}
     assert [_passing(run, s)[:2] for s in (0, 15)] == [(15, 160), (20, 160)]
-    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(run)
     kept = keep(evaluations(run, [r for r in history if r["step"] <= 15]))
     assert kept is not None and (kept["step"], kept["best"]) == (0, 15)
     steps = {r["step"]: r for r in history if r["step"] > 0}
@@ -539,8 +543,7 @@ def test_magrpo_seed1s_first_18_steps_are_what_its_record_says() -> None:
     assert shell[10:14] == [62, 38, 44, 75] and shell[14:18] == [19, 31, 0, 31]
     assert max(shell[:10]) == 56 and round(sum(shell[10:14]) / 4) == 55
     assert round(100 * sum(steps[s]["coop/shell"] for s in range(15, 19)) / 4) == 20
-    seed0 = [json.loads(x) for x in (REPO / "docs" / "divided-fair" / "runs" / "magrpo-seed0" /
-                                     "metrics.jsonl").read_text().splitlines() if x]
+    seed0 = _history(REPO / "docs" / "divided-fair" / "runs" / "magrpo-seed0")
     s0 = [r["coop/shell"] for r in seed0 if "coop/shell" in r]
     assert len(s0) == 45 and round(100 * max(sum(s0[i:i + 4]) / 4 for i in range(42))) == 33
 
@@ -588,8 +591,7 @@ def test_magrpo_seed1s_steps_19_to_43_are_what_its_record_says() -> None:
     """RECORD.md, thirteenth session: the step-30 validation (recounted from its samples, and
     paired by problem against step 0), the step kept after it, the step times and the three
     clipped spikes of main's gradient norm and KL in steps 19-43."""
-    import math
-
+    from coopcode.evaluation.stats import paired_difference
     from coopcode.training.guards import collapse_warnings
     from coopcode.training.validation import evaluations, keep
 
@@ -598,19 +600,18 @@ def test_magrpo_seed1s_steps_19_to_43_are_what_its_record_says() -> None:
     assert (round(100 * val["val/pass@1"], 1), round(100 * val["val/pass@1_se"], 1),
             round(100 * val["val/own_work"], 1), round(100 * val["val/own_work_se"], 1),
             round(val["val/seconds"])) == (15.6, 4.0, 79.4, 5.4, 467)
-    history = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines() if x]
+    history = _history(run)
     kept = keep(evaluations(run, [r for r in history if r["step"] <= 43]))
     assert kept is not None and (kept["step"], kept["best"]) == (0, 30)
 
-    def paired(step: int) -> tuple[float, float, int, int]:
+    def paired(step: int) -> tuple[float, float, int, int]:  # the keep rule's comparison
         rates = [{t: sum(bool(s.get("passed")) for s in ss) / len(ss)
                   for t, ss in _passing(run, s)[2].items()} for s in (0, step)]
         assert sorted(rates[0]) == sorted(rates[1]) and len(rates[0]) == 40
-        diff = [rates[1][t] - rates[0][t] for t in rates[0]]
-        mean = sum(diff) / len(diff)
-        se = math.sqrt(sum((d - mean) ** 2 for d in diff) / (len(diff) - 1) / len(diff))
-        return (round(100 * mean, 1), round(100 * se, 1), sum(d > 0 for d in diff),
-                sum(d < 0 for d in diff))
+        tasks = sorted(rates[0])
+        d = paired_difference([rates[0][t] for t in tasks], [rates[1][t] for t in tasks])
+        return (round(100 * d.difference.mean, 1), round(100 * d.difference.se, 1), d.gained,
+                d.lost)
 
     assert paired(30) == (6.2, 3.8, 11, 4) and paired(15)[:2] == (3.1, 2.6)
     steps = {r["step"]: r for r in history if r["step"] > 0}
