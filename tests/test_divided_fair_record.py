@@ -604,16 +604,17 @@ def test_magrpo_seed1s_steps_19_to_43_are_what_its_record_says() -> None:
     kept = keep(evaluations(run, [r for r in history if r["step"] <= 43]))
     assert kept is not None and (kept["step"], kept["best"]) == (0, 30)
 
-    def paired(step: int) -> tuple[float, float, int, int]:  # the keep rule's comparison
+    def paired(step: int) -> tuple[float, ...]:  # the keep rule's comparison
         rates = [{t: sum(bool(s.get("passed")) for s in ss) / len(ss)
                   for t, ss in _passing(run, s)[2].items()} for s in (0, step)]
         assert sorted(rates[0]) == sorted(rates[1]) and len(rates[0]) == 40
         tasks = sorted(rates[0])
         d = paired_difference([rates[0][t] for t in tasks], [rates[1][t] for t in tasks])
-        return (round(100 * d.difference.mean, 1), round(100 * d.difference.se, 1), d.gained,
+        return (round(100 * d.difference.mean, 1), round(100 * d.difference.se, 1),
+                round(100 * d.difference.low, 1), round(100 * d.difference.high, 1), d.gained,
                 d.lost)
 
-    assert paired(30) == (6.2, 3.8, 11, 4) and paired(15)[:2] == (3.1, 2.6)
+    assert paired(30) == (6.2, 3.8, -1.4, 13.9, 11, 4) and paired(15)[:4] == (3.1, 2.6, -2.1, 8.3)
     steps = {r["step"]: r for r in history if r["step"] > 0}
     rows = [steps[s] for s in range(19, 44)]
     assert [round(sum(r[k] for r in rows) / len(rows)) for k in
