@@ -548,14 +548,23 @@ def test_magrpo_seed1s_first_18_steps_are_what_its_record_says() -> None:
     assert len(s0) == 45 and round(100 * max(sum(s0[i:i + 4]) / 4 for i in range(42))) == 33
 
 
+def _read_by_hand(first: int, last: int) -> tuple[list[tuple[str, dict]], list[dict]]:
+    """magrpo-seed1's joint actions of steps first..last as (task, action), and the 20 of them
+    read by hand for RECORD.md (`random.seed(0)`)."""
+    import random
+
+    samples = [json.loads(x) for x in gzip.open(_magrpo_seed1() / "samples.jsonl.gz", "rt")]
+    actions = [(r["task_id"], a) for r in samples if first <= r["step"] <= last for a in r["actions"]]
+    random.seed(0)
+    return actions, [a for _, a in random.sample(actions, 20)]
+
+
 def test_magrpo_seed1s_step_11_to_14_samples_read_by_hand_are_counted() -> None:
     """RECORD.md, twelfth session: what the joint actions behind the trivial-main warning are:
     20 of steps 11-14's 64 read by hand, and where the no-own-work mains fall by problem."""
     import ast
-    import random
 
-    samples = [json.loads(x) for x in gzip.open(_magrpo_seed1() / "samples.jsonl.gz", "rt")]
-    actions = [(r["task_id"], a) for r in samples if 11 <= r["step"] <= 14 for a in r["actions"]]
+    actions, read = _read_by_hand(11, 14)
     assert len(actions) == 64
 
     def uses(a: dict) -> bool:
@@ -572,8 +581,6 @@ def test_magrpo_seed1s_step_11_to_14_samples_read_by_hand_are_counted() -> None:
         body = inner[last.value.func.id].body
         return len(body) == 1 and isinstance(body[0], ast.Return)
 
-    random.seed(0)
-    read = [a for _, a in random.sample(actions, 20)]
     shells = [a for a in read if uses(a) and not a["cooperation"]["own_work"]]
     assert (sum(map(uses, read)), len(shells), sum(bool(a["passed"]) for a in read),
             sum(bool(a["passed"]) for a in shells)) == (19, 10, 4, 2)
@@ -644,3 +651,21 @@ def test_magrpo_seed1s_steps_19_to_43_are_what_its_record_says() -> None:
               if a["reward"]["main_syntax"] == 0]
     assert {t for t, _ in step28} == {"compose/strlen_of_decimal_to_binary"}
     assert all(a["main"].split("\n")[1][:1] not in (" ", "") for _, a in step28)  # no body
+
+
+def test_magrpo_seed1s_step_19_to_43_samples_read_by_hand_are_counted() -> None:
+    """RECORD.md, thirteenth session: 20 of steps 19-43's 400 joint actions read by hand: the
+    same shape as steps 11-14's, the mains counted as no work of their own one-expression
+    inner functions but one that calls a name it never defined."""
+    actions, read = _read_by_hand(19, 43)
+    assert len(actions) == 400
+    uses = [a for a in read if "ignored" not in a["cooperation"]["patterns"]]
+    assert len(uses) == 19 and all("decorator" in a["cooperation"]["patterns"] for a in uses)
+    shells = [a for a in uses if not a["cooperation"]["own_work"]]
+    assert (len(shells), sum(bool(a["passed"]) for a in read),
+            sum(bool(a["passed"]) for a in shells)) == (7, 6, 4)
+    one_line = [a for a in shells if len(a["main"].strip().splitlines()) == 4]  # outer, inner, two returns
+    assert len(one_line) == 6
+    (other,) = [a for a in shells if a not in one_line]
+    assert "def minSubArraySum(" in other["main"] and "return min_sub_array_sum(aux(" in other["main"]
+    assert other["reward"]["main_syntax"] == 0
